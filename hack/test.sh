@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The ONE test command (README, .ci/run): formatting, lints, every test.
+# It installs what it needs on a fresh machine, so a green run never depends on
+# something a developer installed by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# --- Rust toolchain -------------------------------------------------------------
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found. Install Rust with rustup (https://rustup.rs), then re-run $0." >&2
+  exit 1
+fi
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^${component}"; then
+    log "installing rustup component ${component}"
+    rustup component add "${component}"
+  fi
+done
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+log "cargo test (unit, integration, doc tests)"
+cargo test --workspace --locked
