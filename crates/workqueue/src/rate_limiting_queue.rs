@@ -1,0 +1,111 @@
+//! A delaying queue with per-item retry backoff: client-go's
+//! `TypedRateLimitingInterface` (util/workqueue/rate_limiting_queue.go).
+//!
+//! This is the queue a controller uses. Event handlers call `add(key)`; a worker that
+//! fails to process a key calls [`add_rate_limited`](RateLimitingQueue::add_rate_limited),
+//! which asks the [`RateLimiter`] how long the key should wait and parks it with
+//! [`add_after`](crate::DelayingQueue::add_after); a worker that succeeds calls
+//! [`forget`](RateLimitingQueue::forget) so the key's next failure starts from the
+//! base delay again. Forgetting only resets the backoff: the worker must still call
+//! `done` (or drop its [`WorkItem`](crate::WorkItem)).
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::delaying_queue::DelayingQueue;
+use crate::queue::{Item, QueueConfig};
+use crate::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+
+/// A [`DelayingQueue`] plus a [`RateLimiter`]: client-go's rate-limiting queue.
+///
+/// Dereferences to [`DelayingQueue`] (and through it to [`Queue`](crate::Queue)), so
+/// every method of those works here too. See the [crate docs](crate) for the worker
+/// loop.
+pub struct RateLimitingQueue<T: Item> {
+    queue: DelayingQueue<T>,
+    limiter: Arc<dyn RateLimiter<T>>,
+}
+
+impl<T: Item> Clone for RateLimitingQueue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+            limiter: Arc::clone(&self.limiter),
+        }
+    }
+}
+
+impl<T: Item> fmt::Debug for RateLimitingQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitingQueue")
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Item> Deref for RateLimitingQueue<T> {
+    type Target = DelayingQueue<T>;
+    fn deref(&self) -> &DelayingQueue<T> {
+        &self.queue
+    }
+}
+
+impl<T: Item> RateLimitingQueue<T> {
+    /// A new, unnamed queue using `limiter`: client-go's
+    /// `NewTypedRateLimitingQueue`.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a Tokio runtime (the delaying queue spawns its timer).
+    pub fn new(limiter: impl RateLimiter<T> + 'static) -> Self {
+        Self::with_config(limiter, QueueConfig::default())
+    }
+
+    /// A new queue using [`default_controller_rate_limiter`], named `name` (so it
+    /// reports metrics when a global provider is set).
+    ///
+    /// # Panics
+    ///
+    /// When called outside a Tokio runtime (the delaying queue spawns its timer).
+    pub fn with_default_rate_limiter(name: impl Into<String>) -> Self {
+        Self::with_config(default_controller_rate_limiter(), QueueConfig::named(name))
+    }
+
+    /// A new queue using `limiter`, with a name and metrics provider: client-go's
+    /// `NewTypedRateLimitingQueueWithConfig`.
+    ///
+    /// # Panics
+    ///
+    /// When called outside a Tokio runtime (the delaying queue spawns its timer).
+    pub fn with_config(limiter: impl RateLimiter<T> + 'static, config: QueueConfig) -> Self {
+        Self {
+            queue: DelayingQueue::with_config(config),
+            limiter: Arc::new(limiter),
+        }
+    }
+
+    /// Adds `item` after the delay the rate limiter decides: client-go's
+    /// `AddRateLimited`. Call it when processing `item` failed.
+    pub fn add_rate_limited(&self, item: T) {
+        let delay = self.limiter.when(&item);
+        self.queue.add_after(item, delay);
+    }
+
+    /// Resets `item`'s backoff: client-go's `Forget`. Call it when processing
+    /// succeeded (or when giving up on the item). It does not replace `done`.
+    pub fn forget(&self, item: &T) {
+        self.limiter.forget(item);
+    }
+
+    /// How many times `item` has been rate-limited since it was last forgotten:
+    /// client-go's `NumRequeues`. Controllers use it to give up after N retries.
+    pub fn num_requeues(&self, item: &T) -> u32 {
+        self.limiter.num_requeues(item)
+    }
+
+    /// The underlying delaying queue.
+    pub fn delaying_queue(&self) -> &DelayingQueue<T> {
+        &self.queue
+    }
+}
