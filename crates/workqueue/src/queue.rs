@@ -387,8 +387,7 @@ impl<T: Item> Queue<T> {
     /// [`shut_down_with_drain`](Self::shut_down_with_drain), which then returns at
     /// once. Idempotent.
     pub fn shut_down(&self) {
-        self.shared.state.lock().drain = false;
-        self.stop();
+        self.stop(false);
     }
 
     /// Stops the queue like [`shut_down`](Self::shut_down), then waits until every
@@ -397,8 +396,7 @@ impl<T: Item> Queue<T> {
     /// Workers must keep calling `done` (dropping their [`WorkItem`]s) after the
     /// shutdown starts, or this waits forever; a concurrent `shut_down` ends the wait.
     pub async fn shut_down_with_drain(&self) {
-        self.shared.state.lock().drain = true;
-        self.stop();
+        self.stop(true);
         loop {
             let mut drained = pin!(self.shared.drained.notified());
             drained.as_mut().enable();
@@ -412,8 +410,12 @@ impl<T: Item> Queue<T> {
         }
     }
 
-    fn stop(&self) {
-        self.shared.state.lock().shutting_down = true;
+    fn stop(&self, drain: bool) {
+        {
+            let mut st = self.shared.state.lock();
+            st.drain = drain;
+            st.shutting_down = true;
+        }
         self.shared.item_ready.notify_waiters();
         self.shared.drained.notify_waiters();
         self.shared.stopped.notify_waiters();

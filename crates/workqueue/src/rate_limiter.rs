@@ -77,6 +77,9 @@ pub(crate) fn count_failure<T: Item>(failures: &mut HashMap<T, u32>, item: &T) -
 
 /// `base * 2^failures`, capped at `max`, without overflowing for any failure count.
 pub(crate) fn exponential_backoff(base: Duration, failures: u32, max: Duration) -> Duration {
+    if base.is_zero() {
+        return Duration::ZERO;
+    }
     if failures >= 128 {
         return max;
     }
@@ -256,4 +259,38 @@ pub fn default_controller_rate_limiter<T: Item>() -> MaxOfRateLimiter<T> {
 /// `DefaultItemBasedRateLimiter`.
 pub fn default_item_based_rate_limiter<T: Item>() -> ItemExponentialFailureRateLimiter<T> {
     ItemExponentialFailureRateLimiter::new(Duration::from_millis(1), Duration::from_secs(1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn exponential_backoff_values() {
+        let max = Duration::from_secs(1000);
+        assert_eq!(exponential_backoff(5 * MS, 0, max), 5 * MS);
+        assert_eq!(exponential_backoff(5 * MS, 1, max), 10 * MS);
+        assert_eq!(exponential_backoff(5 * MS, 17, max), 655_360 * MS);
+        assert_eq!(exponential_backoff(5 * MS, 18, max), max, "1310.72 s > cap");
+        for failures in [63, 64, 127, 128, u32::MAX] {
+            assert_eq!(exponential_backoff(5 * MS, failures, max), max);
+        }
+        assert_eq!(
+            exponential_backoff(Duration::ZERO, 200, max),
+            Duration::ZERO
+        );
+        assert_eq!(exponential_backoff(Duration::ZERO, 5, max), Duration::ZERO);
+    }
+
+    #[test]
+    fn count_failure_clones_only_the_first_time() {
+        let mut failures = HashMap::new();
+        assert_eq!(count_failure(&mut failures, &"a"), 1);
+        assert_eq!(count_failure(&mut failures, &"a"), 2);
+        assert_eq!(failures.len(), 1);
+        failures.insert("b", u32::MAX);
+        assert_eq!(count_failure(&mut failures, &"b"), u32::MAX, "saturates");
+    }
 }
