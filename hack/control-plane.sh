@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# A real, local Kubernetes control plane for e2e tests and the demo:
+# etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok
+# (fake Nodes whose Pods become Running/Ready), all on 127.0.0.1, free ports.
+#
+# Usage:
+#   hack/control-plane.sh build                 ensure the binaries (build with Go if missing)
+#   hack/control-plane.sh up [--dir D] [--nodes N] [--foreground]
+#                                               start; prints KUBECONFIG and an export line
+#   hack/control-plane.sh status [DIR]          process and /readyz status
+#   hack/control-plane.sh down [DIR]            stop every process, remove the state dir
+#   hack/control-plane.sh bin-dir               print where the binaries are cached
+#
+# Binaries: KUBEBUILDER_ASSETS (controller-runtime's envtest convention) wins for
+# every binary it contains; the rest come from
+#   ${KUBE_CONTROLLERS_CACHE_DIR:-~/.cache/kube-controllers-rs}/k8s-<version>/bin
+# built from the Go modules in hack/tools/control-plane (versions pinned there).
+#
+# --foreground (used by crates/testenv): components are children of this shell
+# with PR_SET_PDEATHSIG=KILL (setpriv), the shell waits, and SIGTERM/exit tears
+# everything down and removes the state dir. "$DIR/ready" appears once usable.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS_DIR=$REPO_ROOT/hack/tools/control-plane
+K8S_VERSION=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$TOOLS_DIR/go.mod")
+KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ { print $2 }' "$TOOLS_DIR/kwok/go.mod")
+CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
+BIN_DIR=$CACHE_ROOT/k8s-$K8S_VERSION/bin
+K8S_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ALL_BINARIES=("${K8S_BINARIES[@]}" kwok)
+# Service CIDR: the kubernetes Service gets its first IP (in the serving cert).
+SERVICE_CIDR=10.0.0.0/24
+KUBERNETES_SERVICE_IP=10.0.0.1
+
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+die() { printf '[control-plane] error: %s\n' "$*" >&2; exit 1; }
+
+# ------------------------------------------------------------------ binaries --
+
+# bin_path NAME: KUBEBUILDER_ASSETS/NAME if executable there, else the cache.
+bin_path() {
+  if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/$1" ]; then
+    echo "$KUBEBUILDER_ASSETS/$1"
+  else
+    echo "$BIN_DIR/$1"
+  fi
+}
+
+# stamp GROUP: identifies what the cached binaries of a group were built from.
+stamp() {
+  local dir=$TOOLS_DIR
+  [ "$1" = kwok ] && dir=$TOOLS_DIR/kwok
+  cat "$dir/go.mod" "$dir/go.sum" <(echo "flags=$(ldflags "$1")") | sha256sum | cut -d' ' -f1
+}
+
+ldflags() {
+  local v=k8s.io/component-base/version minor=${K8S_VERSION#v1.}
+  minor=${minor%%.*}
+  if [ "$1" = k8s ]; then
+    echo "-s -w -X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+  else
+    echo "-s -w"
+  fi
+}
+
+# group_missing GROUP: true if a binary of GROUP must be (re)built.
+group_missing() {
+  local names=("${K8S_BINARIES[@]}") b p
+  [ "$1" = kwok ] && names=(kwok)
+  for b in "${names[@]}"; do
+    p=$(bin_path "$b")
+    [ -x "$p" ] || return 0
+    if [ "$p" = "$BIN_DIR/$b" ] && [ "$(cat "$BIN_DIR/.stamp-$1" 2>/dev/null)" != "$(stamp "$1")" ]; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+build_group() {
+  local group=$1 dir=$TOOLS_DIR pkgs tmp start
+  if [ "$group" = k8s ]; then
+    pkgs=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  else
+    dir=$TOOLS_DIR/kwok
+    pkgs=(sigs.k8s.io/kwok/cmd/kwok)
+  fi
+  mkdir -p "$BIN_DIR"
+  tmp=$(mktemp -d "$BIN_DIR/.build.XXXXXX")
+  start=$(date +%s)
+  log "building ${group} binaries (${pkgs[*]}) into $BIN_DIR; a cold build takes a long time, see docs/testing.md"
+  # -mod=readonly: the pins in go.mod/go.sum are the truth, never rewritten here.
+  # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
+    go build -trimpath -ldflags "$(ldflags "$group")" -o "$tmp/" "${pkgs[@]}") ||
+    { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }
+  [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd" # go.etcd.io/etcd/server/v3 builds "server"
+  local f
+  for f in "$tmp"/*; do mv -f "$f" "$BIN_DIR/"; done
+  rmdir "$tmp"
+  stamp "$group" >"$BIN_DIR/.stamp-$group"
+  log "built ${group} binaries in $(($(date +%s) - start))s"
+}
+
+cmd_build() {
+  local groups=() g
+  group_missing k8s && groups+=(k8s)
+  group_missing kwok && groups+=(kwok)
+  if [ ${#groups[@]} -gt 0 ]; then
+    if ! command -v go >/dev/null 2>&1; then
+      die "missing binaries (${ALL_BINARIES[*]}) and 'go' is not installed.
+  Either install Go >= 1.24 (https://go.dev/dl/) and re-run '$0 build' (it builds Kubernetes $K8S_VERSION,
+  its etcd and kwok $KWOK_VERSION into $BIN_DIR), or set KUBEBUILDER_ASSETS to a directory holding
+  executables named: ${ALL_BINARIES[*]}."
+    fi
+    mkdir -p "$CACHE_ROOT"
+    # Serialise concurrent builds (parallel test binaries, two shells).
+    exec 9>"$CACHE_ROOT/build.lock"
+    flock 9
+    for g in "${groups[@]}"; do
+      group_missing "$g" && build_group "$g"
+    done
+    flock -u 9
+  fi
+  for g in "${ALL_BINARIES[@]}"; do
+    [ -x "$(bin_path "$g")" ] || die "binary $g missing after build: $(bin_path "$g")"
+  done
+}
+
+# --------------------------------------------------------------------- certs --
+
+ensure_openssl() {
+  command -v openssl >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || die "openssl is required; install it with your package manager"
+  log "installing openssl with apt-get"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y -qq openssl >/dev/null 2>&1 ||
+    { $sudo apt-get update -qq && $sudo apt-get install -y -qq openssl >/dev/null; }
+}
+
+# new_cert NAME SUBJECT EXTENSIONS: EC P-256 key (PKCS#8) + cert signed by the CA.
+new_cert() {
+  local pki=$STATE/pki
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/$1.key" 2>/dev/null
+  openssl req -new -key "$pki/$1.key" -subj "$2" -out "$pki/$1.csr"
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n%s\n' "$3" >"$pki/$1.ext"
+  openssl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+    -days 30 -extfile "$pki/$1.ext" -out "$pki/$1.crt" 2>/dev/null
+}
+
+gen_pki() {
+  local pki=$STATE/pki
+  mkdir -p "$pki"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/ca.key" 2>/dev/null
+  openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=kube-controllers-rs-ca" -days 30 -out "$pki/ca.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+  new_cert apiserver "/CN=kube-apiserver" "extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$KUBERNETES_SERVICE_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  # Client identities. Bootstrap RBAC grants system:kube-controller-manager and
+  # system:kube-scheduler exactly what those components need; admin and kwok
+  # (which writes Node and Pod status like a kubelet) are in system:masters.
+  new_cert admin "/O=system:masters/CN=kube-controllers-rs-admin" "extendedKeyUsage=clientAuth"
+  new_cert kube-controller-manager "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+  new_cert kube-scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=clientAuth"
+  new_cert kwok "/O=system:masters/CN=kwok-controller" "extendedKeyUsage=clientAuth"
+  # ServiceAccount token signing key pair.
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/sa.key" 2>/dev/null
+  openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
+}
+
+# write_kubeconfig FILE IDENTITY: self-contained kubeconfig (embedded PEM data).
+write_kubeconfig() {
+  local pki=$STATE/pki
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-controllers-rs
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$pki/$2.crt")
+    client-key-data: $(base64 -w0 "$pki/$2.key")
+contexts:
+- name: kube-controllers-rs
+  context:
+    cluster: kube-controllers-rs
+    user: $2
+    namespace: default
+current-context: kube-controllers-rs
+EOF
+}
+
+# ----------------------------------------------------------------- processes --
+
+# free_ports N: N distinct free loopback TCP ports (all bound at once, then released).
+free_ports() {
+  perl -MIO::Socket::INET -e 'my @s = map { IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1:0", ReuseAddr => 1) or die "bind: $!" } 1..$ARGV[0]; print join(" ", map { $_->sockport } @s), "\n"' "$1"
+}
+
+# start NAME CMD...: start a component, log to $STATE/logs/NAME.log, record its pid.
+start() {
+  local name=$1
+  shift
+  if [ "$FOREGROUND" = 1 ] && command -v setpriv >/dev/null 2>&1; then
+    setpriv --pdeathsig KILL -- "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
+  else
+    setsid "$@" >"$STATE/logs/$name.log" 2>&1 </dev/null &
+  fi
+  echo $! >"$STATE/pids/$name.pid"
+  COMPONENT_PIDS+=("$!")
+}
+
+# healthz PORT: the component's /healthz is ok (or, without curl, its port is open).
+healthz() {
+  if command -v curl >/dev/null 2>&1; then
+    [ "$(curl -ksS --max-time 2 "https://127.0.0.1:$1/healthz")" = ok ]
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  fi
+}
+
+kubectl_admin() { "$(bin_path kubectl)" --kubeconfig="$STATE/kubeconfig" "$@"; }
+
+# wait_until TIMEOUT_S WHAT CMD...: poll CMD every 0.2 s.
+wait_until() {
+  local deadline=$((SECONDS + $1)) what=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out waiting for $what; logs in $STATE/logs"
+      tail -n 20 "$STATE"/logs/*.log >&2 || true
+      return 1
+    fi
+    check_alive
+    sleep 0.2
+  done
+}
+
+check_alive() {
+  local f
+  for f in "$STATE"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    if ! kill -0 "$(cat "$f")" 2>/dev/null; then
+      local n
+      n=$(basename "$f" .pid)
+      log "$n exited early; last log lines:"
+      tail -n 30 "$STATE/logs/$n.log" >&2 || true
+      return 1
+    fi
+  done
+}
+
+# stop_dir DIR: TERM every component (reverse start order), KILL stragglers, remove DIR.
+stop_dir() {
+  local dir=$1 n pid i
+  [ -f "$dir/.kube-controllers-rs-control-plane" ] || die "$dir is not a control-plane state dir"
+  for n in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    [ -f "$dir/pids/$n.pid" ] && kill -TERM "$(cat "$dir/pids/$n.pid")" 2>/dev/null || true
+  done
+  for i in $(seq 1 50); do
+    local alive=0
+    for n in "$dir"/pids/*.pid; do
+      [ -e "$n" ] && kill -0 "$(cat "$n")" 2>/dev/null && alive=1
+    done
+    [ $alive = 0 ] && break
+    sleep 0.2
+  done
+  for n in "$dir"/pids/*.pid; do
+    [ -e "$n" ] && kill -KILL "$(cat "$n")" 2>/dev/null || true
+  done
+  rm -rf "$dir"
+}
+
+cmd_up() {
+  FOREGROUND=0
+  local nodes=2 dir=""
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --foreground) FOREGROUND=1 ;;
+    --dir) dir=$2; shift ;;
+    --nodes) nodes=$2; shift ;;
+    *) die "unknown flag for up: $1" ;;
+    esac
+    shift
+  done
+  cmd_build
+  ensure_openssl
+  local t0=$SECONDS
+  STATE=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/kube-controllers-rs-cp.XXXXXX")}
+  mkdir -p "$STATE"/{logs,pids,etcd}
+  touch "$STATE/.kube-controllers-rs-control-plane"
+  COMPONENT_PIDS=()
+  if [ "$FOREGROUND" = 1 ]; then
+    trap 'trap - EXIT TERM INT HUP; stop_dir "$STATE"; exit 143' TERM INT HUP
+    trap 'stop_dir "$STATE"' EXIT
+  else
+    trap '[ -f "$STATE/ready" ] || { log "startup failed, tearing down"; stop_dir "$STATE"; }' EXIT
+  fi
+  read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT < <(free_ports 5)
+  gen_pki
+  local pki=$STATE/pki
+  write_kubeconfig "$STATE/kubeconfig" admin
+  for c in kube-controller-manager kube-scheduler kwok; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
+
+  start etcd "$(bin_path etcd)" --name=default --data-dir="$STATE/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn
+  start kube-apiserver "$(bin_path kube-apiserver)" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+    --profiling=false --v=1
+  wait_until 60 "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
+  local t_ready=$((SECONDS - t0))
+
+  start kube-controller-manager "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
+    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    --controllers='*' --profiling=false --v=1
+  start kube-scheduler "$(bin_path kube-scheduler)" --kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false --profiling=false --v=1
+  printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' >"$STATE/kwok.yaml"
+  # Default stages: Nodes get Ready + heartbeats (leases), Pods Running/Ready.
+  # --node-port=0 and no --server-address: kwok binds no port.
+  start kwok "$(bin_path kwok)" --kubeconfig="$STATE/kwok.kubeconfig" --config="$STATE/kwok.yaml" \
+    --manage-all-nodes=true --node-port=0 --node-ip=127.0.0.1
+
+  local i manifest=""
+  for i in $(seq 0 $((nodes - 1))); do
+    manifest+="apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-$i, kubernetes.io/os: linux, kubernetes.io/arch: amd64}
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: \"0\"}
+---
+"
+  done
+  printf '%s' "$manifest" | kubectl_admin apply -f - >/dev/null
+  wait_until 60 "kwok Nodes Ready" kubectl_admin wait --for=condition=Ready node --all --timeout=1s
+  wait_until 60 "ServiceAccount default/default (kube-controller-manager)" kubectl_admin get serviceaccount default -n default
+  wait_until 30 "kube-controller-manager healthz" healthz "$KCM_PORT"
+  wait_until 30 "kube-scheduler healthz" healthz "$SCHED_PORT"
+
+  cat >"$STATE/env" <<EOF
+KUBECONFIG=$STATE/kubeconfig
+KUBECTL=$(bin_path kubectl)
+APISERVER=https://127.0.0.1:$API_PORT
+ETCD=http://127.0.0.1:$ETCD_PORT
+READYZ_SECONDS=$t_ready
+READY_SECONDS=$((SECONDS - t0))
+EOF
+  touch "$STATE/ready"
+  log "kube-apiserver ready after ${t_ready}s, nodes/controllers after $((SECONDS - t0))s (state: $STATE)"
+  echo "KUBECONFIG=$STATE/kubeconfig"
+  echo "export KUBECONFIG=$STATE/kubeconfig PATH=$(dirname "$(bin_path kubectl)"):\$PATH"
+  if [ "$FOREGROUND" = 1 ]; then
+    # Wait for any component to die (or a signal): then tear everything down.
+    wait -n "${COMPONENT_PIDS[@]}" || true
+    check_alive || true
+    exit 1
+  fi
+  mkdir -p "$CACHE_ROOT"
+  echo "$STATE" >"$CACHE_ROOT/current"
+  echo "# stop with: $0 down $STATE"
+}
+
+state_arg() {
+  local dir=${1:-${CONTROL_PLANE_DIR:-}}
+  [ -n "$dir" ] || dir=$(cat "$CACHE_ROOT/current" 2>/dev/null || true)
+  [ -n "$dir" ] && [ -d "$dir" ] || die "no running control plane found (pass its state dir)"
+  echo "$dir"
+}
+
+cmd_status() {
+  STATE=$(state_arg "${1:-}")
+  local f rc=0
+  echo "state: $STATE"
+  for f in "$STATE"/pids/*.pid; do
+    local s=running
+    kill -0 "$(cat "$f")" 2>/dev/null || { s=DEAD; rc=1; }
+    printf '  %-24s pid %-8s %s\n' "$(basename "$f" .pid)" "$(cat "$f")" "$s"
+  done
+  local readyz
+  readyz=$(kubectl_admin get --raw=/readyz --request-timeout=5s 2>&1) || rc=1
+  echo "readyz: $readyz"
+  kubectl_admin get nodes 2>&1 || rc=1
+  echo "export KUBECONFIG=$STATE/kubeconfig"
+  return $rc
+}
+
+cmd_down() {
+  local dir
+  dir=$(state_arg "${1:-}")
+  stop_dir "$dir"
+  [ "$(cat "$CACHE_ROOT/current" 2>/dev/null)" = "$dir" ] && rm -f "$CACHE_ROOT/current"
+  log "stopped and removed $dir"
+}
+
+case ${1:-} in
+build) cmd_build && echo "$BIN_DIR" ;;
+up) shift; cmd_up "$@" ;;
+down) shift; cmd_down "$@" ;;
+status) shift; cmd_status "$@" ;;
+bin-dir) echo "$BIN_DIR" ;;
+*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
