@@ -247,7 +247,7 @@ check_alive() {
   local f
   for f in "$STATE"/pids/*.pid; do
     [ -e "$f" ] || continue
-    if ! kill -0 "$(cat "$f")" 2>/dev/null; then
+    if ! alive "$(cat "$f")"; then
       local n
       n=$(basename "$f" .pid)
       log "$n exited early; last log lines:"
@@ -255,6 +255,16 @@ check_alive() {
       return 1
     fi
   done
+}
+
+# alive PID: the process exists and is not a zombie (reparented daemons may
+# stay <defunct> when PID 1 does not reap).
+alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
 }
 
 # stop_dir DIR: TERM every component (reverse start order), KILL stragglers, remove DIR.
@@ -267,7 +277,7 @@ stop_dir() {
   for i in $(seq 1 50); do
     local alive=0
     for n in "$dir"/pids/*.pid; do
-      [ -e "$n" ] && kill -0 "$(cat "$n")" 2>/dev/null && alive=1
+      [ -e "$n" ] && alive "$(cat "$n")" && alive=1
     done
     [ $alive = 0 ] && break
     sleep 0.2
@@ -393,7 +403,7 @@ cmd_status() {
   echo "state: $STATE"
   for f in "$STATE"/pids/*.pid; do
     local s=running
-    kill -0 "$(cat "$f")" 2>/dev/null || { s=DEAD; rc=1; }
+    alive "$(cat "$f")" || { s=DEAD; rc=1; }
     printf '  %-24s pid %-8s %s\n' "$(basename "$f" .pid)" "$(cat "$f")" "$s"
   done
   local readyz
