@@ -106,6 +106,7 @@ build_group() {
 
 cmd_build() {
   local groups=() g
+  ensure_openssl # needed by `up`; installed here so CI's build step gets it
   group_missing k8s && groups+=(k8s)
   group_missing kwok && groups+=(kwok)
   if [ ${#groups[@]} -gt 0 ]; then

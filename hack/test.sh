@@ -22,6 +22,12 @@ for component in rustfmt clippy; do
   fi
 done
 
+# --- Control-plane binaries for the e2e tests (crates/testenv) ------------------
+# Reuses ~/.cache/kube-controllers-rs/k8s-<version>/bin (or KUBEBUILDER_ASSETS);
+# builds with Go on a cold machine (about 7-8 minutes on 2 cores).
+log "hack/control-plane.sh build"
+bash hack/control-plane.sh build
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 

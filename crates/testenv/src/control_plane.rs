@@ -70,7 +70,11 @@ impl ControlPlane {
             .map(PathBuf::from)
             .or_else(|| {
                 let script = script_path();
-                let out = Command::new("bash").arg(&script).arg("bin-dir").output().ok()?;
+                let out = Command::new("bash")
+                    .arg(&script)
+                    .arg("bin-dir")
+                    .output()
+                    .ok()?;
                 let dir = String::from_utf8(out.stdout).ok()?;
                 let path = Path::new(dir.trim()).join("kubectl");
                 path.exists().then_some(path)
@@ -91,12 +95,13 @@ impl ControlPlane {
     pub fn start() -> Result<Self> {
         let script = script_path();
         ensure_binaries(&script)?;
+        prune_stale_files();
 
         let unique = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
         let dir = std::env::temp_dir().join(format!("testenv-{unique}"));
         let log = std::env::temp_dir().join(format!("testenv-{unique}.log"));
-        let log_file =
-            std::fs::File::create(&log).map_err(|e| Error::io(format!("creating {}", log.display()), e))?;
+        let log_file = std::fs::File::create(&log)
+            .map_err(|e| Error::io(format!("creating {}", log.display()), e))?;
         let stderr = log_file
             .try_clone()
             .map_err(|e| Error::io("duplicating the log file handle", e))?;
@@ -136,10 +141,16 @@ impl ControlPlane {
             std::thread::sleep(Duration::from_millis(100));
         }
         let env = read_env(&dir.join("env"))?;
-        let secs = |key: &str| env.get(key).and_then(|v| v.parse().ok()).map(Duration::from_secs);
+        let secs = |key: &str| {
+            env.get(key)
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_secs)
+        };
         let plane = Self {
             kubeconfig: dir.join("kubeconfig"),
-            kubectl: env.get("KUBECTL").map_or_else(|| "kubectl".into(), PathBuf::from),
+            kubectl: env
+                .get("KUBECTL")
+                .map_or_else(|| "kubectl".into(), PathBuf::from),
             readyz_after: secs("READYZ_SECONDS"),
             ready_after: secs("READY_SECONDS"),
             log: Some(log),
@@ -173,7 +184,9 @@ impl ControlPlane {
     /// Whether the processes of a started control plane are still running
     /// (always true for an existing cluster).
     pub fn is_running(&self) -> bool {
-        self.process.as_ref().is_none_or(|p| p.try_status().is_none())
+        self.process
+            .as_ref()
+            .is_none_or(|p| p.try_status().is_none())
     }
 
     /// The admin client configuration.
@@ -223,7 +236,8 @@ impl ControlPlane {
         });
         let yaml = serde_yaml::to_string(&doc).expect("a JSON value always serialises to YAML");
         let kubeconfig = Kubeconfig::from_yaml(&yaml)?;
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        let config =
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
         Ok(Client::try_from(config)?)
     }
 
@@ -258,9 +272,11 @@ impl Drop for ControlPlane {
 
 /// Path of `hack/control-plane.sh` ([`ENV_SCRIPT`] overrides).
 fn script_path() -> PathBuf {
-    std::env::var_os(ENV_SCRIPT).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/control-plane.sh")
-    })
+    std::env::var_os(ENV_SCRIPT)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hack/control-plane.sh")
+        })
 }
 
 /// Run `control-plane.sh build`: reuse or build (cold: many minutes) the binaries.
@@ -283,9 +299,39 @@ fn ensure_binaries(script: &Path) -> Result<()> {
     })
 }
 
+/// Remove `testenv-<pid>-*` logs and state dirs left in the temp dir by test
+/// processes that no longer exist (the shared control plane's log is never
+/// dropped, and a `SIGKILL`ed test cannot clean up).
+fn prune_stale_files() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("testenv-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        let _ = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
+}
+
 /// Parse the script's `KEY=VALUE` env file.
 fn read_env(path: &Path) -> Result<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     Ok(text
         .lines()
         .filter_map(|l| l.split_once('='))
@@ -295,7 +341,8 @@ fn read_env(path: &Path) -> Result<HashMap<String, String>> {
 
 /// The last lines of a log file, for error messages.
 fn tail(path: &Path) -> String {
-    std::fs::read_to_string(path).map_or_else(|e| format!("<unreadable: {e}>"), |t| last_lines(&t, 60))
+    std::fs::read_to_string(path)
+        .map_or_else(|e| format!("<unreadable: {e}>"), |t| last_lines(&t, 60))
 }
 
 fn last_lines(text: &str, n: usize) -> String {

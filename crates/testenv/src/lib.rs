@@ -38,6 +38,8 @@
 //! # fn main() {}
 //! ```
 
+#![warn(missing_docs)]
+
 mod control_plane;
 mod error;
 mod namespace;

@@ -85,8 +85,12 @@ impl Drop for TestNamespace {
                 let req = api.delete(&name, &params);
                 match tokio::time::timeout(Duration::from_secs(10), req).await {
                     Ok(Ok(_)) => {}
-                    Ok(Err(e)) => tracing::warn!(namespace = %name, error = %e, "deleting test namespace"),
-                    Err(_) => tracing::warn!(namespace = %name, "timed out deleting test namespace"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(namespace = %name, error = %e, "deleting test namespace")
+                    }
+                    Err(_) => {
+                        tracing::warn!(namespace = %name, "timed out deleting test namespace")
+                    }
                 }
                 Some(())
             })
@@ -127,7 +131,8 @@ mod tests {
             let name = random_name(prefix);
             assert!(name.len() <= 63, "{name}");
             assert!(
-                name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
                 "{name}"
             );
             assert!(!name.starts_with('-') && !name.ends_with('-'), "{name}");

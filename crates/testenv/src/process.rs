@@ -109,7 +109,10 @@ impl ProcessGuard {
         // created for the child; harmless if it is already gone.
         unsafe { libc::kill(-self.pid, libc::SIGTERM) };
         if self.wait_timeout(self.grace).is_none() {
-            tracing::warn!(pid = self.pid, "child did not exit after SIGTERM; sending SIGKILL");
+            tracing::warn!(
+                pid = self.pid,
+                "child did not exit after SIGTERM; sending SIGKILL"
+            );
         }
         // Also reap stragglers in the group (grandchildren outliving the child).
         // SAFETY: as above.
