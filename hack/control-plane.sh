@@ -33,6 +33,12 @@ ALL_BINARIES=("${K8S_BINARIES[@]}" kwok)
 SERVICE_CIDR=10.0.0.0/24
 KUBERNETES_SERVICE_IP=10.0.0.1
 
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# elapsed START_MS: seconds since START_MS, e.g. 4.213
+elapsed() {
+  local ms=$(($(now_ms) - $1))
+  printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
+}
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 die() { printf '[control-plane] error: %s\n' "$*" >&2; exit 1; }
 
@@ -303,7 +309,8 @@ cmd_up() {
   done
   cmd_build
   ensure_openssl
-  local t0=$SECONDS
+  local t0
+  t0=$(now_ms)
   STATE=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/kube-controllers-rs-cp.XXXXXX")}
   mkdir -p "$STATE"/{logs,pids,etcd}
   touch "$STATE/.kube-controllers-rs-control-plane"
@@ -332,7 +339,8 @@ cmd_up() {
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
     --profiling=false --v=1
   wait_until 60 "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
-  local t_ready=$((SECONDS - t0))
+  local t_readyz
+  t_readyz=$(elapsed "$t0")
 
   start kube-controller-manager "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
@@ -373,11 +381,11 @@ KUBECONFIG=$STATE/kubeconfig
 KUBECTL=$(bin_path kubectl)
 APISERVER=https://127.0.0.1:$API_PORT
 ETCD=http://127.0.0.1:$ETCD_PORT
-READYZ_SECONDS=$t_ready
-READY_SECONDS=$((SECONDS - t0))
+READYZ_SECONDS=$t_readyz
+READY_SECONDS=$(elapsed "$t0")
 EOF
   touch "$STATE/ready"
-  log "kube-apiserver ready after ${t_ready}s, nodes/controllers after $((SECONDS - t0))s (state: $STATE)"
+  log "kube-apiserver /readyz ok after ${t_readyz}s, Nodes Ready and controllers healthy after $(elapsed "$t0")s (state: $STATE)"
   echo "KUBECONFIG=$STATE/kubeconfig"
   echo "export KUBECONFIG=$STATE/kubeconfig PATH=$(dirname "$(bin_path kubectl)"):\$PATH"
   if [ "$FOREGROUND" = 1 ]; then

@@ -143,8 +143,8 @@ impl ControlPlane {
         let env = read_env(&dir.join("env"))?;
         let secs = |key: &str| {
             env.get(key)
-                .and_then(|v| v.parse().ok())
-                .map(Duration::from_secs)
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(Duration::from_secs_f64)
         };
         let plane = Self {
             kubeconfig: dir.join("kubeconfig"),
@@ -170,13 +170,13 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
-    /// Seconds from start to kube-apiserver `/readyz`, as measured by the
+    /// Time from start to kube-apiserver `/readyz`, as measured by the
     /// script (`None` for an existing cluster).
     pub fn readyz_after(&self) -> Option<Duration> {
         self.readyz_after
     }
 
-    /// Seconds from start until Nodes are Ready and controllers are healthy.
+    /// Time from start until Nodes are Ready and controllers are healthy.
     pub fn ready_after(&self) -> Option<Duration> {
         self.ready_after
     }
@@ -187,6 +187,22 @@ impl ControlPlane {
         self.process
             .as_ref()
             .is_none_or(|p| p.try_status().is_none())
+    }
+
+    /// `Ok` while running, else [`Error::Exited`] with the end of the log
+    /// (the script stops everything when any component dies).
+    pub fn check_running(&self) -> Result<()> {
+        match self.process.as_ref().and_then(ProcessGuard::try_status) {
+            None => Ok(()),
+            Some(status) => {
+                let log = self.log.clone().unwrap_or_default();
+                Err(Error::Exited {
+                    status: status.to_string(),
+                    log_tail: tail(&log),
+                    log,
+                })
+            }
+        }
     }
 
     /// The admin client configuration.

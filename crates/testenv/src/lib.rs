@@ -85,6 +85,7 @@ impl TestEnv {
         let control_plane = tokio::task::spawn_blocking(ControlPlane::shared)
             .await
             .map_err(|e| Error::SharedStartFailed(format!("startup task failed: {e}")))??;
+        control_plane.check_running()?;
         let config = control_plane.config().await?;
         let client = Client::try_from(config.clone())?;
         let namespace = TestNamespace::create(&client, config, prefix).await?;
