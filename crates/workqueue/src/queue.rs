@@ -50,6 +50,12 @@ use crate::metrics::{self, MetricsProvider, QueueMetrics};
 pub trait Item: Clone + Eq + Hash + Send + Sync + 'static {}
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> Item for T {}
 
+/// The hasher for the queue's item map: foldhash, randomly seeded per process. Keys
+/// are short strings, and SipHash (std's default) cost more than everything else in
+/// an add/get/done cycle; foldhash is several times faster and, being seeded, still
+/// resists crafted collisions well enough for keys taken from API object names.
+pub(crate) type FastState = foldhash::fast::RandomState;
+
 /// Where an item stands, when the queue knows it at all.
 ///
 /// | state               | client-go `dirty` | client-go `processing` | in the FIFO |
@@ -116,9 +122,12 @@ struct State<T> {
     /// FIFO of items in state `Queued` (client-go `queue`).
     queue: VecDeque<T>,
     /// Every item that is dirty, processing or both (client-go `dirty` + `processing`).
-    items: HashMap<T, ItemState>,
+    items: HashMap<T, ItemState, FastState>,
     /// Number of items in `Processing` or `ProcessingDirty`.
     processing: usize,
+    /// Number of `get` calls waiting for an item: `add` wakes one only if there is
+    /// one, so the common uncontended add never touches the `Notify`.
+    waiting_getters: usize,
     shutting_down: bool,
     /// Set by `shut_down_with_drain`, cleared by `shut_down`.
     drain: bool,
@@ -221,8 +230,9 @@ impl<T: Item> Queue<T> {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
-                    items: HashMap::new(),
+                    items: HashMap::default(),
                     processing: 0,
+                    waiting_getters: 0,
                     shutting_down: false,
                     drain: false,
                     metrics: queue_metrics,
@@ -273,8 +283,11 @@ impl<T: Item> Queue<T> {
         if pushed {
             st.items.insert(item.clone(), ItemState::Queued);
             st.queue.push_back(item);
+            let wake = st.waiting_getters > 0;
             drop(st);
-            self.shared.item_ready.notify_one();
+            if wake {
+                self.shared.item_ready.notify_one();
+            }
         }
     }
 
@@ -288,16 +301,28 @@ impl<T: Item> Queue<T> {
     /// [`done`](Self::done) when dropped, so a worker cannot forget it (not even when
     /// it panics). Cancel-safe: dropping the future never loses an item.
     pub async fn get(&self) -> Option<WorkItem<T>> {
+        // Fast path: an item is waiting; no wake-up registration needed.
+        match self.pop() {
+            Popped::Item(item) => return Some(WorkItem::new(item, self.clone())),
+            Popped::ShutDown => return None,
+            Popped::Empty => {}
+        }
         loop {
             // Register for a wake-up *before* looking at the state, so an `add` or a
             // shutdown between the look and the wait cannot be missed.
             let mut notified = pin!(self.shared.item_ready.notified());
             notified.as_mut().enable();
-            match self.pop() {
-                Popped::Item(item) => return Some(WorkItem::new(item, self.clone())),
-                Popped::ShutDown => return None,
-                Popped::Empty => notified.await,
+            {
+                let mut st = self.shared.state.lock();
+                match Self::pop_locked(&mut st) {
+                    Popped::Item(item) => return Some(WorkItem::new(item, self.clone())),
+                    Popped::ShutDown => return None,
+                    Popped::Empty => st.waiting_getters += 1,
+                }
             }
+            // Counted as waiting until woken or cancelled (the guard undoes the count).
+            let _waiting = WaitingGetter(self);
+            notified.await;
         }
     }
 
@@ -311,7 +336,10 @@ impl<T: Item> Queue<T> {
     }
 
     fn pop(&self) -> Popped<T> {
-        let mut st = self.shared.state.lock();
+        Self::pop_locked(&mut self.shared.state.lock())
+    }
+
+    fn pop_locked(st: &mut State<T>) -> Popped<T> {
         let Some(item) = st.queue.pop_front() else {
             return if st.shutting_down {
                 Popped::ShutDown
@@ -337,24 +365,30 @@ impl<T: Item> Queue<T> {
     /// that is not being processed does nothing.
     pub fn done(&self, item: &T) {
         let mut st = self.shared.state.lock();
-        let state = match st.items.get(item) {
-            Some(state @ (ItemState::Processing | ItemState::ProcessingDirty)) => *state,
+        // One lookup on the common path: the item leaves the map unless it was added
+        // again meanwhile (then it goes straight back in line).
+        let requeued = match st.items.get_mut(item) {
+            Some(state @ ItemState::ProcessingDirty) => {
+                *state = ItemState::Queued;
+                true
+            }
+            Some(ItemState::Processing) => false,
             Some(ItemState::Queued) | None => return,
         };
-        st.processing -= 1;
-        if let Some(m) = st.metrics.as_mut() {
-            m.done(item);
-        }
-        let requeued = state == ItemState::ProcessingDirty;
         if requeued {
-            st.items.insert(item.clone(), ItemState::Queued);
             st.queue.push_back(item.clone());
         } else {
             st.items.remove(item);
         }
-        let drained = st.processing == 0;
+        st.processing -= 1;
+        if let Some(m) = st.metrics.as_mut() {
+            m.done(item);
+        }
+        // Wake a getter or a pending `shut_down_with_drain` only if there is one.
+        let wake = requeued && st.waiting_getters > 0;
+        let drained = st.processing == 0 && st.drain;
         drop(st);
-        if requeued {
+        if wake {
             self.shared.item_ready.notify_one();
         }
         if drained {
@@ -432,6 +466,15 @@ impl<T: Item> Queue<T> {
 
     pub(crate) fn upgrade(weak: &Weak<Shared<T>>) -> Option<Self> {
         weak.upgrade().map(|shared| Self { shared })
+    }
+}
+
+/// Undoes a `get`'s "waiting" count when it wakes up or is cancelled.
+struct WaitingGetter<'a, T: Item>(&'a Queue<T>);
+
+impl<T: Item> Drop for WaitingGetter<'_, T> {
+    fn drop(&mut self) {
+        self.0.shared.state.lock().waiting_getters -= 1;
     }
 }
 
