@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Initial informer sync from a real control plane: crates/cache's SharedIndexInformer
+# vs kube-runtime's reflector, on the same ConfigMaps, as separate processes; prints
+# median sync time and median peak RSS (VmHWM) per implementation and size.
+#
+#   bash hack/bench/informer-sync.sh                   # 10k and 50k objects, 3 runs each: ~10 min
+#   SIZES="10000" RUNS=5 bash hack/bench/informer-sync.sh
+#   BENCH_KUBECONFIG=/path/kubeconfig bash hack/bench/informer-sync.sh   # reuse a running control plane
+#
+# What runs: hack/bench/informer-sync (a standalone cargo project, not in the main
+# workspace) is built in release mode; hack/control-plane.sh brings up etcd +
+# kube-apiserver (+ controllers, kwok) and is stopped on exit. One namespace is grown
+# to each size (populate skips existing objects), then, per size, one warm-up sync
+# (discarded) and RUNS rounds of every implementation in IMPLS, alternating.
+# Logs, the raw JSON lines (results.jsonl) and the summary are kept in $OUT
+# (default: target/bench/informer-sync).
+#
+# Implementations (informer-sync-bench sync --impl ...), all listing with limit=500:
+#   ours                    crates/cache SharedIndexInformer, no handlers; first list at
+#                           resourceVersion=0 like client-go (the API server answers it from
+#                           its watch cache in ONE response and ignores the limit)
+#   ours-transform          the same + set_transform dropping metadata.managedFields
+#   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
+#                           most-recent list, really paged by 500
+#   kube-runtime-transform  the same, dropping managedFields of every event before the store
+#   kube-runtime-any        kube-runtime with any_semantic(): the same requests as ours
+#   ours-paged-transform    diagnostic: ours-transform with a most-recent (paged) first list
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+BENCH_DIR="$ROOT/hack/bench/informer-sync"
+SIZES="${SIZES:-10000 50000}"
+RUNS="${RUNS:-3}"
+IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform kube-runtime-any ours-paged-transform}"
+NAMESPACE="${NAMESPACE:-informer-sync-bench}"
+CONCURRENCY="${CONCURRENCY:-32}"
+OUT="${OUT:-$ROOT/target/bench/informer-sync}"
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+
+say() { printf '\n=== %s\n' "$*"; }
+load() { uptime | sed 's/.*load average: //'; }
+
+{
+  echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host:    $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "memory:  $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
+  echo "rustc:   $(rustc --version)"
+  echo "sizes:   $SIZES; runs: $RUNS; impls: $IMPLS"
+} | tee "$OUT/machine.txt"
+
+say "building (cargo build --release in hack/bench/informer-sync)"
+(cd "$BENCH_DIR" && cargo build --release 2>&1 | tail -n 2)
+BIN="$BENCH_DIR/target/release/informer-sync-bench"
+
+if [ -n "${BENCH_KUBECONFIG:-}" ]; then
+  export KUBECONFIG="$BENCH_KUBECONFIG"
+  say "using the control plane of $KUBECONFIG"
+else
+  say "control plane up"
+  UP_OUT=$(bash hack/control-plane.sh up --nodes 1 2> >(tee "$OUT/control-plane.log" >&2))
+  KUBECONFIG=$(printf '%s\n' "$UP_OUT" | sed -n 's/^KUBECONFIG=//p' | head -n 1)
+  [ -n "$KUBECONFIG" ] || { echo "no KUBECONFIG in the output of control-plane.sh up" >&2; exit 1; }
+  export KUBECONFIG
+  CP_DIR=$(dirname "$KUBECONFIG")
+  trap 'say "control plane down"; bash hack/control-plane.sh down "$CP_DIR" || true' EXIT
+fi
+
+for size in $SIZES; do
+  say "populate $NAMESPACE to $size ConfigMaps ($CONCURRENCY in flight); load: $(load)"
+  "$BIN" populate --count "$size" --namespace "$NAMESPACE" --concurrency "$CONCURRENCY" | tee -a "$OUT/populate.jsonl"
+  sleep 5
+  echo "warm-up sync (discarded): $("$BIN" sync --impl ours --namespace "$NAMESPACE")"
+  echo "size $size: load before runs: $(load)" | tee -a "$OUT/load.txt"
+  for run in $(seq 1 "$RUNS"); do
+    for impl in $IMPLS; do
+      line=$("$BIN" sync --impl "$impl" --namespace "$NAMESPACE")
+      echo "size=$size run=$run $line"
+      printf '{"size":%s,"run":%s,"result":%s}\n' "$size" "$run" "$line" >>"$OUT/results.jsonl"
+    done
+  done
+  echo "size $size: load after runs:  $(load)" | tee -a "$OUT/load.txt"
+done
+
+say "summary (medians of $RUNS runs; ratio < 1 means ours is faster / smaller)"
+python3 - "$OUT/results.jsonl" <<'EOF' | tee "$OUT/summary.md"
+import json, statistics, sys
+from collections import defaultdict
+
+runs = defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    runs[(r["size"], r["result"]["impl"])].append(r["result"])
+
+def med(size, impl, field):
+    xs = [r[field] for r in runs.get((size, impl), [])]
+    return statistics.median(xs) if xs else None
+
+def mib(kb):
+    return "-" if kb is None else f"{kb / 1024:.0f}"
+
+def ms(x):
+    return "-" if x is None else f"{x:.0f}"
+
+def ratio(a, b):
+    return "-" if a is None or b is None else f"{a / b:.2f}"
+
+impls = ["ours", "ours-transform", "ours-paged-transform", "kube-runtime", "kube-runtime-transform", "kube-runtime-any"]
+sizes = sorted({s for s, _ in runs})
+print("| objects | implementation | sync ms | peak RSS MiB | RSS after sync MiB | runs |")
+print("|---|---|---:|---:|---:|---:|")
+for s in sizes:
+    for i in impls:
+        if (s, i) in runs:
+            print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {mib(med(s, i, 'peak_rss_kb'))} "
+                  f"| {mib(med(s, i, 'rss_kb'))} | {len(runs[(s, i)])} |")
+print()
+print("| objects | comparison | sync time ratio | peak RSS ratio |")
+print("|---|---|---:|---:|")
+for s in sizes:
+    for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime"),
+                 ("ours-transform", "kube-runtime-transform"), ("ours", "kube-runtime-any"),
+                 ("ours-paged-transform", "kube-runtime-transform")]:
+        if (s, a) in runs and (s, b) in runs:
+            print(f"| {s} | {a} / {b} | {ratio(med(s, a, 'sync_ms'), med(s, b, 'sync_ms'))} "
+                  f"| {ratio(med(s, a, 'peak_rss_kb'), med(s, b, 'peak_rss_kb'))} |")
+print()
+print("| objects | transform saves (peak RSS / RSS after sync, MiB) |")
+print("|---|---|")
+for s in sizes:
+    parts = []
+    for a, b in [("ours", "ours-transform"), ("kube-runtime", "kube-runtime-transform")]:
+        if (s, a) in runs and (s, b) in runs:
+            dp = med(s, a, "peak_rss_kb") - med(s, b, "peak_rss_kb")
+            dr = med(s, a, "rss_kb") - med(s, b, "rss_kb")
+            parts.append(f"{a}: {dp / 1024:.0f} / {dr / 1024:.0f}")
+    print(f"| {s} | {'; '.join(parts)} |")
+EOF

@@ -1,0 +1,391 @@
+//! Initial-sync benchmark: how long and how much memory a process needs to sync one
+//! ConfigMap informer from a real kube-apiserver, with crates/cache's
+//! `SharedIndexInformer` and with kube-runtime's `reflector` + `watcher`.
+//!
+//! ```text
+//! informer-sync-bench populate --count 10000 --namespace bench-10k
+//! informer-sync-bench sync --impl ours --namespace bench-10k
+//! ```
+//!
+//! `sync` is meant to run once per process (peak RSS is the process's VmHWM); it
+//! prints one JSON line. hack/bench/informer-sync.sh runs the whole comparison.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::runtime::{reflector, watcher};
+use kube::{Client, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(about = "Initial informer sync: crates/cache vs kube-runtime")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Creates ConfigMaps cm-000000..cm-<count-1> in a namespace; existing ones are
+    /// skipped, so it can grow a namespace.
+    Populate {
+        #[arg(long)]
+        count: usize,
+        #[arg(long)]
+        namespace: String,
+        /// Requests in flight.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+    },
+    /// Syncs one informer over the namespace's ConfigMaps and prints a JSON line.
+    Sync {
+        #[arg(long = "impl", value_enum)]
+        implementation: Impl,
+        #[arg(long)]
+        namespace: String,
+        /// How long to poll has_synced (ours): the informer's own
+        /// wait_for_cache_sync polls every 100 ms, too coarse to time a sync.
+        #[arg(long, default_value_t = 1)]
+        poll_ms: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Impl {
+    /// crates/cache SharedIndexInformer, no handlers, no transform.
+    Ours,
+    /// The same, with a transform that drops metadata.managedFields.
+    OursTransform,
+    /// Diagnostic: ours-transform, but the first list asks for the most recent
+    /// version (resourceVersion unset) instead of "0", so the server really pages it
+    /// by 500 (at "0" it answers from its watch cache in one response, ignoring the
+    /// limit).
+    OursPagedTransform,
+    /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
+    /// (most recent) list, 500 per page.
+    KubeRuntime,
+    /// kube-runtime with `any_semantic()`: resourceVersion=0, exactly the requests
+    /// ours makes.
+    KubeRuntimeAny,
+    /// kube-runtime (default config), dropping metadata.managedFields of every event
+    /// before the store.
+    KubeRuntimeTransform,
+}
+
+impl Impl {
+    fn name(self) -> &'static str {
+        match self {
+            Impl::Ours => "ours",
+            Impl::OursTransform => "ours-transform",
+            Impl::OursPagedTransform => "ours-paged-transform",
+            Impl::KubeRuntime => "kube-runtime",
+            Impl::KubeRuntimeAny => "kube-runtime-any",
+            Impl::KubeRuntimeTransform => "kube-runtime-transform",
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let process_start = Instant::now();
+    let cli = Cli::parse();
+    // Both implementations use this client: kubeconfig from KUBECONFIG, no client-side
+    // rate limit (kube has none).
+    let client = Client::try_default().await.context("client from KUBECONFIG")?;
+    match cli.command {
+        Command::Populate {
+            count,
+            namespace,
+            concurrency,
+        } => populate(client, count, &namespace, concurrency).await,
+        Command::Sync {
+            implementation,
+            namespace,
+            poll_ms,
+        } => sync(client, implementation, &namespace, poll_ms, process_start).await,
+    }
+}
+
+/// A ConfigMap of realistic size: four labels, two annotations, four data keys of
+/// about 256 bytes (~1 KiB of data), plus the managedFields entry the server adds.
+fn config_map(namespace: &str, i: usize) -> ConfigMap {
+    let name = format!("cm-{i:06}");
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), "informer-sync-bench".to_string()),
+        ("app.kubernetes.io/component".to_string(), format!("shard-{}", i % 16)),
+        ("bench.example.com/index".to_string(), i.to_string()),
+        ("bench.example.com/parity".to_string(), if i % 2 == 0 { "even" } else { "odd" }.to_string()),
+    ]);
+    let annotations = BTreeMap::from([
+        (
+            "bench.example.com/description".to_string(),
+            format!("ConfigMap number {i} of the informer initial-sync benchmark"),
+        ),
+        ("bench.example.com/owner".to_string(), "team-platform@example.com".to_string()),
+    ]);
+    // Deterministic filler, different per object and key (no two values share text).
+    let filler = |key: usize| -> String {
+        let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (key as u64 + 1);
+        let mut s = String::with_capacity(256);
+        while s.len() < 256 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.push_str(&format!("{x:016x}"));
+        }
+        s
+    };
+    let data = BTreeMap::from([
+        ("application.properties".to_string(), filler(0)),
+        ("logging.yaml".to_string(), filler(1)),
+        ("feature-flags.json".to_string(), filler(2)),
+        ("endpoints.txt".to_string(), filler(3)),
+    ]);
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace.to_string()),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..Default::default()
+        },
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+async fn populate(client: Client, count: usize, namespace: &str, concurrency: usize) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match namespaces.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(e).context("creating the namespace"),
+    }
+
+    let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    // Names already there (metadata only, paged).
+    let mut existing = std::collections::HashSet::new();
+    let mut lp = ListParams::default().limit(500);
+    loop {
+        let page = api.list_metadata(&lp).await.context("listing existing ConfigMaps")?;
+        existing.extend(page.items.into_iter().map(|m| m.name_any()));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => break,
+        }
+    }
+    let todo: Vec<usize> = (0..count)
+        .filter(|i| !existing.contains(&format!("cm-{i:06}")))
+        .collect();
+    let to_create = todo.len();
+    let pp = PostParams {
+        field_manager: Some("informer-sync-bench".to_string()),
+        ..Default::default()
+    };
+    let created = stream::iter(todo)
+        .map(|i| {
+            let (api, pp) = (&api, &pp);
+            async move {
+                let cm = config_map(namespace, i);
+                // Retry transient errors a few times; 409 = someone was faster.
+                let mut attempt = 0;
+                loop {
+                    match api.create(pp, &cm).await {
+                        Ok(_) => return Ok::<_, anyhow::Error>(1usize),
+                        Err(kube::Error::Api(s)) if s.code == 409 => return Ok(0),
+                        Err(e) if attempt < 5 => {
+                            attempt += 1;
+                            eprintln!("create cm-{i:06}: {e}; retrying");
+                            tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                        }
+                        Err(e) => return Err(e).with_context(|| format!("creating cm-{i:06}")),
+                    }
+                }
+            }
+        })
+        .buffer_unordered(concurrency)
+        .try_fold(0usize, |n, c| async move { Ok(n + c) })
+        .await?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{}",
+        serde_json::json!({
+            "populate": namespace,
+            "count": count,
+            "already_there": count - to_create,
+            "created": created,
+            "seconds": (secs * 10.0).round() / 10.0,
+            "creates_per_s": (created as f64 / secs).round(),
+        })
+    );
+    Ok(())
+}
+
+async fn sync(
+    client: Client,
+    implementation: Impl,
+    namespace: &str,
+    poll_ms: u64,
+    process_start: Instant,
+) -> anyhow::Result<()> {
+    let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    let cancel = CancellationToken::new();
+    let started = Instant::now();
+    let objects = match implementation {
+        Impl::Ours | Impl::OursTransform | Impl::OursPagedTransform => {
+            let lister_watcher: Arc<dyn cache::ListerWatcher<ConfigMap>> = match implementation {
+                Impl::OursPagedTransform => Arc::new(MostRecentList(cache::ApiListerWatcher::new(api))),
+                _ => Arc::new(cache::ApiListerWatcher::new(api)),
+            };
+            let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
+            if matches!(implementation, Impl::OursTransform | Impl::OursPagedTransform) {
+                informer
+                    .set_transform(Arc::new(|mut cm: ConfigMap| {
+                        cm.metadata.managed_fields = None;
+                        cm
+                    }))
+                    .map_err(|e| anyhow::anyhow!("set_transform: {e}"))?;
+            }
+            tokio::spawn({
+                let (informer, cancel) = (informer.clone(), cancel.clone());
+                async move { informer.run(cancel).await }
+            });
+            // has_synced, polled finely (wait_for_cache_sync polls every 100 ms).
+            // The reflector sets its resourceVersion right after handing the whole
+            // list to the DeltaFIFO: that splits the time into list (request,
+            // decoding, DeltaFIFO::replace) and processing (popping into the indexer).
+            let mut listed = None;
+            while !informer.has_synced() {
+                if listed.is_none() && !informer.last_sync_resource_version().is_empty() {
+                    listed = Some(started.elapsed());
+                }
+                tokio::time::sleep(Duration::from_millis(poll_ms)).await;
+            }
+            let elapsed = started.elapsed();
+            let objects = informer.indexer().len();
+            report(implementation, elapsed, listed, objects, process_start).await;
+            cancel.cancel();
+            objects
+        }
+        Impl::KubeRuntime | Impl::KubeRuntimeAny | Impl::KubeRuntimeTransform => {
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            // Config::default(): page size 500 (as ours), most recent list semantic.
+            let mut config = watcher::Config::default();
+            assert_eq!(config.page_size, Some(500));
+            if matches!(implementation, Impl::KubeRuntimeAny) {
+                // resourceVersion=0 + NotOlderThan, as ours (and client-go) list.
+                config = config.any_semantic();
+            }
+            let strip = matches!(implementation, Impl::KubeRuntimeTransform);
+            let events = watcher(api, config).map_ok(move |event| {
+                if strip {
+                    event.modify(|cm| cm.metadata.managed_fields = None)
+                } else {
+                    event
+                }
+            });
+            let stream = reflector(writer, events);
+            let driver = tokio::spawn({
+                let cancel = cancel.clone();
+                async move {
+                    let mut stream = std::pin::pin!(stream.take_until(cancel.cancelled_owned()));
+                    while let Some(event) = stream.next().await {
+                        if let Err(e) = event {
+                            eprintln!("watcher error: {e}");
+                        }
+                    }
+                }
+            });
+            reader.wait_until_ready().await.context("reflector writer dropped")?;
+            let elapsed = started.elapsed();
+            let objects = reader.len();
+            report(implementation, elapsed, None, objects, process_start).await;
+            cancel.cancel();
+            let _ = driver.await;
+            objects
+        }
+    };
+    if objects == 0 {
+        bail!("synced zero objects in namespace {namespace}");
+    }
+    Ok(())
+}
+
+/// Ours with the first list at the most recent version (resourceVersion unset)
+/// instead of "0": the API server serves a list at "0" from its watch cache in one
+/// response, ignoring `limit`, but pages a most-recent list.
+struct MostRecentList(cache::ApiListerWatcher<ConfigMap>);
+
+impl cache::ListerWatcher<ConfigMap> for MostRecentList {
+    fn list(
+        &self,
+        options: &cache::ListOptions,
+    ) -> BoxFuture<'_, Result<cache::ListPage<ConfigMap>, kube::Error>> {
+        let mut options = options.clone();
+        if options.resource_version == "0" {
+            options.resource_version.clear();
+        }
+        self.0.list(&options)
+    }
+
+    fn watch(
+        &self,
+        options: &cache::WatchOptions,
+    ) -> BoxFuture<'_, Result<cache::WatchStream<ConfigMap>, kube::Error>> {
+        self.0.watch(options)
+    }
+}
+
+/// Waits a second (so lazily freed memory and in-flight work settle), then prints the
+/// JSON line.
+async fn report(
+    implementation: Impl,
+    elapsed: Duration,
+    listed: Option<Duration>,
+    objects: usize,
+    process_start: Instant,
+) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (hwm, rss) = mem_kb();
+    println!(
+        "{}",
+        serde_json::json!({
+            "impl": implementation.name(),
+            "count": objects,
+            "objects": objects,
+            "sync_ms": (elapsed.as_secs_f64() * 1e4).round() / 10.0,
+            "listed_ms": listed.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0),
+            "process_to_synced_ms": ((process_start.elapsed() - Duration::from_secs(1)).as_secs_f64() * 1e4).round() / 10.0,
+            "peak_rss_kb": hwm,
+            "rss_kb": rss,
+        })
+    );
+}
+
+/// (VmHWM, VmRSS) in KiB from /proc/self/status.
+fn mem_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
