@@ -117,6 +117,47 @@ async fn check_widgets(
         let result = widgets.create(&pp, &widget(bad, spec)?).await;
         assert_eq!(api_code(&result), Some(422), "{bad}: {result:?}");
     }
-    assert_eq!(widgets.list(&ListParams::default()).await?.items.len(), 1);
+    assert_eq!(
+        widgets.list(&ListParams::default()).await?.items.len(),
+        1,
+        "only the valid widget"
+    );
+    check_status_subresource(
+        &widgets,
+        widget("status-demo", serde_json::json!({ "size": 1 }))?,
+    )
+    .await
+}
+
+/// With the status subresource, the main resource ignores `.status` and
+/// `/status` ignores everything but `.status`; only spec changes bump
+/// `metadata.generation`.
+async fn check_status_subresource(
+    widgets: &Api<DynamicObject>,
+    mut obj: DynamicObject,
+) -> anyhow::Result<()> {
+    let pp = PostParams::default();
+    obj.data["status"] = serde_json::json!({ "phase": "ignored-on-create" });
+    let created = widgets.create(&pp, &obj).await?;
+    assert!(created.data.get("status").is_none(), "{:?}", created.data);
+    let generation = created.metadata.generation;
+
+    let mut with_status = created.clone();
+    with_status.data["status"] = serde_json::json!({ "phase": "Ready" });
+    with_status.data["spec"]["size"] = serde_json::json!(9); // ignored by /status
+    let after_status = widgets
+        .replace_status("status-demo", &pp, &with_status)
+        .await?;
+    assert_eq!(after_status.data["status"]["phase"], "Ready");
+    assert_eq!(after_status.data["spec"]["size"], 1);
+    assert_eq!(after_status.metadata.generation, generation);
+
+    let mut spec_change = after_status.clone();
+    spec_change.data["spec"]["size"] = serde_json::json!(2);
+    spec_change.data["status"] = serde_json::json!({ "phase": "ignored-by-main-resource" });
+    let after_spec = widgets.replace("status-demo", &pp, &spec_change).await?;
+    assert_eq!(after_spec.data["spec"]["size"], 2);
+    assert_eq!(after_spec.data["status"]["phase"], "Ready");
+    assert_eq!(after_spec.metadata.generation, generation.map(|g| g + 1));
     Ok(())
 }

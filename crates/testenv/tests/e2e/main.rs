@@ -4,12 +4,14 @@
 //! These check the behaviour our controllers rely on: readiness and
 //! discovery, Deployments becoming available (kube-controller-manager,
 //! kube-scheduler, kwok), garbage collection, RBAC with ServiceAccount tokens,
-//! and CRD establishment and schema validation.
+//! CRD establishment, schema validation and the status subresource, and the
+//! optimistic concurrency (409 Conflict).
 
 mod api;
 mod crd;
 mod gc;
 mod rbac;
+mod semantics;
 mod workloads;
 
 use std::time::Duration;
