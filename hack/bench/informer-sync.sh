@@ -94,7 +94,7 @@ for line in open(sys.argv[1]):
     runs[(r["size"], r["result"]["impl"])].append(r["result"])
 
 def med(size, impl, field):
-    xs = [r[field] for r in runs.get((size, impl), [])]
+    xs = [r[field] for r in runs.get((size, impl), []) if r.get(field) is not None]
     return statistics.median(xs) if xs else None
 
 def mib(kb):
@@ -108,22 +108,23 @@ def ratio(a, b):
 
 impls = ["ours", "ours-transform", "ours-paged-transform", "kube-runtime", "kube-runtime-transform", "kube-runtime-any"]
 sizes = sorted({s for s, _ in runs})
-print("| objects | implementation | sync ms | peak RSS MiB | RSS after sync MiB | runs |")
-print("|---|---|---:|---:|---:|---:|")
+print("| objects | implementation | sync ms | client CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
+print("|---|---|---:|---:|---:|---:|---:|")
 for s in sizes:
     for i in impls:
         if (s, i) in runs:
-            print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {mib(med(s, i, 'peak_rss_kb'))} "
+            print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {ms(med(s, i, 'cpu_ms'))} | {mib(med(s, i, 'peak_rss_kb'))} "
                   f"| {mib(med(s, i, 'rss_kb'))} | {len(runs[(s, i)])} |")
 print()
-print("| objects | comparison | sync time ratio | peak RSS ratio |")
-print("|---|---|---:|---:|")
+print("| objects | comparison | sync time ratio | client CPU ratio | peak RSS ratio |")
+print("|---|---|---:|---:|---:|")
 for s in sizes:
     for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime"),
                  ("ours-transform", "kube-runtime-transform"), ("ours", "kube-runtime-any"),
                  ("ours-paged-transform", "kube-runtime-transform")]:
         if (s, a) in runs and (s, b) in runs:
             print(f"| {s} | {a} / {b} | {ratio(med(s, a, 'sync_ms'), med(s, b, 'sync_ms'))} "
+                  f"| {ratio(med(s, a, 'cpu_ms'), med(s, b, 'cpu_ms'))} "
                   f"| {ratio(med(s, a, 'peak_rss_kb'), med(s, b, 'peak_rss_kb'))} |")
 print()
 print("| objects | transform saves (peak RSS / RSS after sync, MiB) |")

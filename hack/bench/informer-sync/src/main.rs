@@ -360,6 +360,7 @@ async fn report(
     objects: usize,
     process_start: Instant,
 ) {
+    let cpu = cpu_ms();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (hwm, rss) = mem_kb();
     println!(
@@ -371,10 +372,24 @@ async fn report(
             "sync_ms": (elapsed.as_secs_f64() * 1e4).round() / 10.0,
             "listed_ms": listed.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0),
             "process_to_synced_ms": ((process_start.elapsed() - Duration::from_secs(1)).as_secs_f64() * 1e4).round() / 10.0,
+            "cpu_ms": cpu,
             "peak_rss_kb": hwm,
             "rss_kb": rss,
         })
     );
+}
+
+/// CPU time (user + system) of this process so far, in ms, from /proc/self/stat
+/// (clock ticks of 10 ms). Client CPU is far less sensitive than wall time to other
+/// load on the machine and to the API server's own work.
+fn cpu_ms() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may hold spaces):
+    // state is field 3, utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) * 10
 }
 
 /// (VmHWM, VmRSS) in KiB from /proc/self/status.
