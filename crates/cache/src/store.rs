@@ -1,0 +1,308 @@
+//! The indexer: client-go's `ThreadSafeStore` + `Indexer` (tools/cache/thread_safe_store.go,
+//! index.go).
+//!
+//! The informer's cache: objects by key, plus secondary indexes ("all objects in
+//! namespace X", "all objects owned by UID Y") so listers and controllers can find
+//! related objects without scanning everything. Objects are stored as `Arc<K>` and
+//! handed out as `Arc<K>`: reading the cache never deep-copies an object (client-go
+//! hands out shared pointers too, with a "do not mutate" rule; here the type system
+//! enforces it).
+//!
+//! An index is a named function from an object to the values it is indexed under; the
+//! indexer keeps, per index, a map from value to the set of keys. Adding, updating or
+//! deleting an object updates every index under one write lock, removing the old
+//! values first, and never leaves an empty set behind.
+//!
+//! # Lock choice
+//!
+//! One `parking_lot::RwLock` around the whole state rather than a concurrent map
+//! (dashmap): an update must change the object and all its index entries atomically,
+//! which a sharded map cannot do without a lock of its own, and the informer is the
+//! only writer, so reads (listers, many workers) rarely wait.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+
+/// Computes the values an object is indexed under: client-go's `IndexFunc`.
+pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// Index functions by index name: client-go's `Indexers`.
+pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
+
+/// The name of the namespace index: client-go's `NamespaceIndex`.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// The name of the owner-UID index (see [`owner_uid_index_func`]).
+pub const OWNER_UID_INDEX: &str = "owner-uid";
+
+/// Indexes an object by its namespace (`""` when cluster-scoped): client-go's
+/// `MetaNamespaceIndexFunc`.
+pub fn meta_namespace_index_func<K: Resource>(obj: &K) -> Vec<String> {
+    vec![obj.meta().namespace.clone().unwrap_or_default()]
+}
+
+/// Indexes an object by the UIDs of its owners (`metadata.ownerReferences`): how a
+/// controller finds every object it owns, e.g. the Deployments of a Foo.
+pub fn owner_uid_index_func<K: Resource>(obj: &K) -> Vec<String> {
+    obj.meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| o.uid.clone())
+        .collect()
+}
+
+struct State<K> {
+    items: HashMap<String, Arc<K>>,
+    indexers: Indexers<K>,
+    /// index name -> indexed value -> keys.
+    indices: HashMap<String, HashMap<String, HashSet<String>>>,
+}
+
+impl<K> State<K> {
+    fn index_add(&mut self, key: &str, obj: &K) {
+        for (name, func) in &self.indexers {
+            let index = self.indices.entry(name.clone()).or_default();
+            for value in func(obj) {
+                index.entry(value).or_default().insert(key.to_string());
+            }
+        }
+    }
+
+    fn index_remove(&mut self, key: &str, obj: &K) {
+        for (name, func) in &self.indexers {
+            let Some(index) = self.indices.get_mut(name) else {
+                continue;
+            };
+            for value in func(obj) {
+                if let Some(keys) = index.get_mut(&value) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        index.remove(&value);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A thread-safe, indexed store of `Arc<K>` by key: client-go's `Indexer`. A
+/// cheap-to-clone handle: clones share the same store.
+pub struct Indexer<K> {
+    state: Arc<RwLock<State<K>>>,
+}
+
+impl<K> Clone for Indexer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Indexer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.read();
+        f.debug_struct("Indexer")
+            .field("items", &st.items.len())
+            .field("indexes", &st.indexers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl<K: Send + Sync + 'static> Default for Indexer<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Send + Sync + 'static> Indexer<K> {
+    /// An empty store without indexes.
+    pub fn new() -> Self {
+        Self::with_indexers(Indexers::new())
+    }
+
+    /// An empty store with `indexers`.
+    pub fn with_indexers(indexers: Indexers<K>) -> Self {
+        Self {
+            state: Arc::new(RwLock::new(State {
+                items: HashMap::new(),
+                indexers,
+                indices: HashMap::new(),
+            })),
+        }
+    }
+
+    /// Adds indexes, indexing the objects already stored: client-go's `AddIndexers`.
+    /// [`Error::IndexerConflict`] if a name is taken (nothing is added then).
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<()> {
+        let mut st = self.state.write();
+        if let Some(name) = indexers.keys().find(|n| st.indexers.contains_key(*n)) {
+            return Err(Error::IndexerConflict(name.clone()));
+        }
+        for (name, func) in indexers {
+            let mut index: HashMap<String, HashSet<String>> = HashMap::new();
+            for (key, obj) in &st.items {
+                for value in func(obj) {
+                    index.entry(value).or_default().insert(key.clone());
+                }
+            }
+            st.indices.insert(name.clone(), index);
+            st.indexers.insert(name, func);
+        }
+        Ok(())
+    }
+
+    /// Stores `obj` under `key`, replacing what was there and updating the indexes.
+    pub fn add(&self, key: String, obj: Arc<K>) {
+        let mut st = self.state.write();
+        if let Some(old) = st.items.get(&key).cloned() {
+            st.index_remove(&key, &old);
+        }
+        st.index_add(&key, &obj);
+        st.items.insert(key, obj);
+    }
+
+    /// The same as [`add`](Self::add) (client-go keeps both names).
+    pub fn update(&self, key: String, obj: Arc<K>) {
+        self.add(key, obj);
+    }
+
+    /// Removes `key`, returning what was stored.
+    pub fn delete(&self, key: &str) -> Option<Arc<K>> {
+        let mut st = self.state.write();
+        let old = st.items.remove(key)?;
+        st.index_remove(key, &old);
+        Some(old)
+    }
+
+    /// Replaces the whole contents and rebuilds the indexes: client-go's `Replace`.
+    pub fn replace(&self, items: Vec<(String, Arc<K>)>) {
+        let mut st = self.state.write();
+        st.items = items.into_iter().collect();
+        st.indices.clear();
+        let entries: Vec<(String, Arc<K>)> = st
+            .items
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, obj) in entries {
+            st.index_add(&key, &obj);
+        }
+    }
+
+    /// The object under `key`.
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.state.read().items.get(key).cloned()
+    }
+
+    /// Whether `key` is stored.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.state.read().items.contains_key(key)
+    }
+
+    /// Every object.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.state.read().items.values().cloned().collect()
+    }
+
+    /// Every key.
+    pub fn list_keys(&self) -> Vec<String> {
+        self.state.read().items.keys().cloned().collect()
+    }
+
+    /// The number of objects.
+    pub fn len(&self) -> usize {
+        self.state.read().items.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The objects indexed under `indexed_value` by index `index_name`: client-go's
+    /// `ByIndex`. [`Error::IndexNotFound`] for an unknown index.
+    pub fn by_index(&self, index_name: &str, indexed_value: &str) -> Result<Vec<Arc<K>>> {
+        let st = self.state.read();
+        if !st.indexers.contains_key(index_name) {
+            return Err(Error::IndexNotFound(index_name.to_string()));
+        }
+        Ok(st
+            .indices
+            .get(index_name)
+            .and_then(|index| index.get(indexed_value))
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| st.items.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The keys indexed under `indexed_value` by index `index_name`: client-go's
+    /// `IndexKeys`.
+    pub fn index_keys(&self, index_name: &str, indexed_value: &str) -> Result<Vec<String>> {
+        let st = self.state.read();
+        if !st.indexers.contains_key(index_name) {
+            return Err(Error::IndexNotFound(index_name.to_string()));
+        }
+        Ok(st
+            .indices
+            .get(index_name)
+            .and_then(|index| index.get(indexed_value))
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// The objects sharing any value of index `index_name` with `obj`: client-go's
+    /// `Index`.
+    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>> {
+        let st = self.state.read();
+        let func = st
+            .indexers
+            .get(index_name)
+            .ok_or_else(|| Error::IndexNotFound(index_name.to_string()))?;
+        let mut keys = HashSet::new();
+        if let Some(index) = st.indices.get(index_name) {
+            for value in func(obj) {
+                if let Some(found) = index.get(&value) {
+                    keys.extend(found.iter().cloned());
+                }
+            }
+        }
+        Ok(keys
+            .iter()
+            .filter_map(|k| st.items.get(k).cloned())
+            .collect())
+    }
+
+    /// Every value index `index_name` currently holds: client-go's
+    /// `ListIndexFuncValues`.
+    pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
+        self.state
+            .read()
+            .indices
+            .get(index_name)
+            .map(|index| index.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Indexer<K> {
+    /// An empty store with the namespace index ([`NAMESPACE_INDEX`]).
+    pub fn with_namespace_index() -> Self {
+        let mut indexers: Indexers<K> = HashMap::new();
+        indexers.insert(
+            NAMESPACE_INDEX.to_string(),
+            Arc::new(|obj: &K| meta_namespace_index_func(obj)),
+        );
+        Self::with_indexers(indexers)
+    }
+}
