@@ -25,6 +25,8 @@
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
 #   kube-runtime-any        kube-runtime with any_semantic(): the same requests as ours
 #   ours-paged-transform    diagnostic: ours-transform with a most-recent (paged) first list
+#   ours-paged-list-transform  prototype fix: paged first list, managedFields dropped page
+#                           by page in the ListerWatcher (before the reflector accumulates)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,7 +34,7 @@ cd "$ROOT"
 BENCH_DIR="$ROOT/hack/bench/informer-sync"
 SIZES="${SIZES:-10000 50000}"
 RUNS="${RUNS:-3}"
-IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform kube-runtime-any ours-paged-transform}"
+IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform kube-runtime-any ours-paged-transform ours-paged-list-transform}"
 NAMESPACE="${NAMESPACE:-informer-sync-bench}"
 CONCURRENCY="${CONCURRENCY:-32}"
 OUT="${OUT:-$ROOT/target/bench/informer-sync}"
@@ -47,6 +49,7 @@ load() { uptime | sed 's/.*load average: //'; }
   echo "host:    $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "memory:  $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
   echo "rustc:   $(rustc --version)"
+  echo "git:     $(git rev-parse --short HEAD)$(git status --porcelain -- crates/cache | grep -q . && echo ' + uncommitted changes in crates/cache')"
   echo "sizes:   $SIZES; runs: $RUNS; impls: $IMPLS"
 } | tee "$OUT/machine.txt"
 
@@ -106,7 +109,8 @@ def ms(x):
 def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}"
 
-impls = ["ours", "ours-transform", "ours-paged-transform", "kube-runtime", "kube-runtime-transform", "kube-runtime-any"]
+impls = ["ours", "ours-transform", "ours-paged-transform", "ours-paged-list-transform",
+         "kube-runtime", "kube-runtime-transform", "kube-runtime-any"]
 sizes = sorted({s for s, _ in runs})
 print("| objects | implementation | sync ms | client CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|")
@@ -121,7 +125,8 @@ print("|---|---|---:|---:|---:|")
 for s in sizes:
     for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime"),
                  ("ours-transform", "kube-runtime-transform"), ("ours", "kube-runtime-any"),
-                 ("ours-paged-transform", "kube-runtime-transform")]:
+                 ("ours-paged-transform", "kube-runtime-transform"),
+                 ("ours-paged-list-transform", "kube-runtime-transform")]:
         if (s, a) in runs and (s, b) in runs:
             print(f"| {s} | {a} / {b} | {ratio(med(s, a, 'sync_ms'), med(s, b, 'sync_ms'))} "
                   f"| {ratio(med(s, a, 'cpu_ms'), med(s, b, 'cpu_ms'))} "
@@ -131,7 +136,8 @@ print("| objects | transform saves (peak RSS / RSS after sync, MiB) |")
 print("|---|---|")
 for s in sizes:
     parts = []
-    for a, b in [("ours", "ours-transform"), ("kube-runtime", "kube-runtime-transform")]:
+    for a, b in [("ours", "ours-transform"), ("ours", "ours-paged-list-transform"),
+                 ("kube-runtime", "kube-runtime-transform")]:
         if (s, a) in runs and (s, b) in runs:
             dp = med(s, a, "peak_rss_kb") - med(s, b, "peak_rss_kb")
             dr = med(s, a, "rss_kb") - med(s, b, "rss_kb")

@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent};
 use kube::runtime::{reflector, watcher};
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -68,6 +68,10 @@ enum Impl {
     /// by 500 (at "0" it answers from its watch cache in one response, ignoring the
     /// limit).
     OursPagedTransform,
+    /// Prototype of a fix: a paged (most recent) first list, and managedFields dropped
+    /// page by page inside the ListerWatcher, so the reflector never accumulates
+    /// untransformed objects (no informer transform).
+    OursPagedListTransform,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
     /// (most recent) list, 500 per page.
     KubeRuntime,
@@ -85,6 +89,7 @@ impl Impl {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
             Impl::OursPagedTransform => "ours-paged-transform",
+            Impl::OursPagedListTransform => "ours-paged-list-transform",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeAny => "kube-runtime-any",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
@@ -247,9 +252,16 @@ async fn sync(
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform | Impl::OursPagedTransform => {
+        Impl::Ours | Impl::OursTransform | Impl::OursPagedTransform | Impl::OursPagedListTransform => {
             let lister_watcher: Arc<dyn cache::ListerWatcher<ConfigMap>> = match implementation {
-                Impl::OursPagedTransform => Arc::new(MostRecentList(cache::ApiListerWatcher::new(api))),
+                Impl::OursPagedTransform => Arc::new(MostRecentList {
+                    inner: cache::ApiListerWatcher::new(api),
+                    strip_managed_fields: false,
+                }),
+                Impl::OursPagedListTransform => Arc::new(MostRecentList {
+                    inner: cache::ApiListerWatcher::new(api),
+                    strip_managed_fields: true,
+                }),
                 _ => Arc::new(cache::ApiListerWatcher::new(api)),
             };
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
@@ -328,8 +340,12 @@ async fn sync(
 
 /// Ours with the first list at the most recent version (resourceVersion unset)
 /// instead of "0": the API server serves a list at "0" from its watch cache in one
-/// response, ignoring `limit`, but pages a most-recent list.
-struct MostRecentList(cache::ApiListerWatcher<ConfigMap>);
+/// response, ignoring `limit`, but pages a most-recent list. Optionally drops
+/// managedFields from every page as it arrives (and from watch events).
+struct MostRecentList {
+    inner: cache::ApiListerWatcher<ConfigMap>,
+    strip_managed_fields: bool,
+}
 
 impl cache::ListerWatcher<ConfigMap> for MostRecentList {
     fn list(
@@ -340,14 +356,46 @@ impl cache::ListerWatcher<ConfigMap> for MostRecentList {
         if options.resource_version == "0" {
             options.resource_version.clear();
         }
-        self.0.list(&options)
+        let page = self.inner.list(&options);
+        if !self.strip_managed_fields {
+            return page;
+        }
+        Box::pin(async move {
+            let mut page = page.await?;
+            for cm in &mut page.items {
+                cm.metadata.managed_fields = None;
+            }
+            Ok(page)
+        })
     }
 
     fn watch(
         &self,
         options: &cache::WatchOptions,
     ) -> BoxFuture<'_, Result<cache::WatchStream<ConfigMap>, kube::Error>> {
-        self.0.watch(options)
+        let watch = self.inner.watch(options);
+        if !self.strip_managed_fields {
+            return watch;
+        }
+        Box::pin(async move {
+            let stream = watch.await?;
+            let stream: cache::WatchStream<ConfigMap> = Box::pin(stream.map_ok(|event| match event {
+                WatchEvent::Added(mut cm) => {
+                    cm.metadata.managed_fields = None;
+                    WatchEvent::Added(cm)
+                }
+                WatchEvent::Modified(mut cm) => {
+                    cm.metadata.managed_fields = None;
+                    WatchEvent::Modified(cm)
+                }
+                WatchEvent::Deleted(mut cm) => {
+                    cm.metadata.managed_fields = None;
+                    WatchEvent::Deleted(cm)
+                }
+                other => other,
+            }));
+            Ok(stream)
+        })
     }
 }
 
