@@ -13,12 +13,29 @@
 //! deleting an object updates every index under one write lock, removing the old
 //! values first, and never leaves an empty set behind.
 //!
-//! # Lock choice
+//! # Lock choice, by measurement
 //!
-//! One `parking_lot::RwLock` around the whole state rather than a concurrent map
-//! (dashmap): an update must change the object and all its index entries atomically,
-//! which a sharded map cannot do without a lock of its own, and the informer is the
-//! only writer, so reads (listers, many workers) rarely wait.
+//! One `parking_lot::RwLock` around the whole state (items and every index) rather
+//! than a sharded concurrent map (`dashmap`). `benches/store.rs` compares the two on
+//! 10,000 ConfigMaps in 100 namespaces with a namespace index (criterion, 2 vCPUs,
+//! criterion's estimate over 20 samples; "writer" = another thread calling `add` in a tight loop,
+//! about 1,000,000 updates a second):
+//!
+//! | read                          | RwLock, idle | dashmap, idle | RwLock, writer | dashmap, writer |
+//! |-------------------------------|--------------|---------------|----------------|-----------------|
+//! | `get_by_key`                  | 40 ns        | 40 ns         | 465 ns         | 54 ns           |
+//! | `list` (10,000 objects)       | 135 µs       | 362 µs        | 441 µs         | 888 µs          |
+//! | `by_index` (100 objects)      | 5.8 µs       | 11.6 µs       | 63 µs          | 36 µs           |
+//!
+//! The `RwLock` is as fast or faster for every read when writes are rare, which is
+//! the informer's case (a few to a few hundred updates a second, against thousands of
+//! worker reads), and `list` stays 2x faster even under the write storm. dashmap only
+//! wins point reads under a writer that holds the lock a million times a second,
+//! which no informer does. And it cannot give what the indexer must: an update changes
+//! the object and all its index entries *atomically*, so `by_index` never returns an
+//! object that is no longer indexed under that value. With dashmap the item map and
+//! each index map are locked separately, so readers see them disagree mid-update (or
+//! a second lock is needed, which gives back the advantage).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -94,6 +111,27 @@ impl<K> State<K> {
 
 /// A thread-safe, indexed store of `Arc<K>` by key: client-go's `Indexer`. A
 /// cheap-to-clone handle: clones share the same store.
+///
+/// ```
+/// use std::sync::Arc;
+/// use cache::{Indexer, NAMESPACE_INDEX};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::ObjectMeta;
+///
+/// let cm = |ns: &str, name: &str| Arc::new(ConfigMap {
+///     metadata: ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() },
+///     ..Default::default()
+/// });
+/// let indexer = Indexer::with_namespace_index();
+/// indexer.add("a/one".into(), cm("a", "one"));
+/// indexer.add("b/two".into(), cm("b", "two"));
+/// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "a").unwrap().len(), 1);
+///
+/// indexer.update("a/one".into(), cm("b", "one")); // moved: gone from "a"
+/// assert!(indexer.by_index(NAMESPACE_INDEX, "a").unwrap().is_empty());
+/// assert_eq!(indexer.index_keys(NAMESPACE_INDEX, "b").unwrap().len(), 2);
+/// assert!(indexer.by_index("no-such-index", "a").is_err());
+/// ```
 pub struct Indexer<K> {
     state: Arc<RwLock<State<K>>>,
 }
