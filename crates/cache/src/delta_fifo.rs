@@ -1,0 +1,458 @@
+//! The DeltaFIFO: client-go's `tools/cache/delta_fifo.go`.
+//!
+//! # Why a FIFO of *deltas*?
+//!
+//! The reflector produces a stream of changes (from a list, then a watch); the informer
+//! applies them to the indexer and tells event handlers. Between the two sits this
+//! queue, and it differs from a plain FIFO in three ways that client-go's guarantees
+//! depend on:
+//!
+//! 1. **Per-key history.** It keeps, for each object key, the ordered list of what
+//!    happened to it ([`Delta`]s) since it was last popped. A consumer that falls
+//!    behind still sees every change of an object in order, and sees it once per key
+//!    (the key is in line once, however many deltas pile up behind it).
+//! 2. **No missed deletions.** When the reflector has to relist (its watch broke, or
+//!    the server said 410 Gone), objects deleted during the gap are simply absent
+//!    from the new list. [`DeltaFifo::replace`] compares the list with what the
+//!    indexer knows (the `known_objects`) and queues a `Deleted` delta carrying a
+//!    [`DeletedFinalStateUnknown`] tombstone for every known key that is missing.
+//!    Handlers therefore always learn about the deletion, even if they never saw the
+//!    final state of the object.
+//! 3. **Resync.** [`DeltaFifo::resync`] queues a `Sync` delta for every known object
+//!    that has nothing queued, which makes handlers see every object again
+//!    periodically (level-triggered controllers use it as a safety net).
+//!
+//! Consecutive `Deleted` deltas collapse into one (keeping the one with the most
+//! information), so a tombstone never follows a real deletion.
+//!
+//! [`DeltaFifo::pop`] calls its processing function *while holding the queue's lock*,
+//! as client-go does: a `replace` or `resync` can then never look at the indexer
+//! between "popped from the queue" and "applied to the indexer", the window in which a
+//! deletion could otherwise be missed or a stale object resynced.
+//!
+//! [`has_synced`](DeltaFifo::has_synced) becomes true once everything from the first
+//! `replace` (the initial list) has been popped.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::pin::pin;
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::error::Result;
+use crate::keys::meta_namespace_key;
+
+/// The kind of change a [`Delta`] records: client-go's `DeltaType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    /// The object was created (seen by a watch).
+    Added,
+    /// The object was changed (seen by a watch).
+    Updated,
+    /// The object was deleted, or went missing in a relist (tombstone).
+    Deleted,
+    /// The object was in a (re)list. Handlers see it as an add or an update.
+    Replaced,
+    /// A periodic resync of an unchanged object.
+    Sync,
+}
+
+/// An object that was deleted, but whose final state is unknown because the deletion
+/// happened while the watch was disconnected: client-go's `DeletedFinalStateUnknown`.
+///
+/// `obj` is the last state the cache knew, which may be stale (or absent).
+#[derive(Debug)]
+pub struct DeletedFinalStateUnknown<K> {
+    /// The deleted object's key.
+    pub key: String,
+    /// The last known state of the object, if the cache had one.
+    pub obj: Option<Arc<K>>,
+}
+
+impl<K> Clone for DeletedFinalStateUnknown<K> {
+    fn clone(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            obj: self.obj.clone(),
+        }
+    }
+}
+
+/// What `on_delete` receives: the deleted object as the watch reported it, or a
+/// tombstone. client-go passes `interface{}` and makes every handler type-switch on
+/// `DeletedFinalStateUnknown`; here the type says it.
+#[derive(Debug)]
+pub enum DeletedObject<K> {
+    /// The object's final state, from a watch `DELETED` event.
+    Object(Arc<K>),
+    /// The object vanished during a watch gap; see [`DeletedFinalStateUnknown`].
+    Tombstone(DeletedFinalStateUnknown<K>),
+}
+
+impl<K> Clone for DeletedObject<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Object(obj) => Self::Object(obj.clone()),
+            Self::Tombstone(t) => Self::Tombstone(t.clone()),
+        }
+    }
+}
+
+impl<K> DeletedObject<K> {
+    /// The best state we have of the deleted object: its final state, or the last
+    /// state the cache knew for a tombstone.
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Object(obj) => Some(obj),
+            Self::Tombstone(t) => t.obj.as_ref(),
+        }
+    }
+
+    /// Whether this is a tombstone.
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, Self::Tombstone(_))
+    }
+}
+
+/// One change to one object: client-go's `Delta`.
+#[derive(Debug)]
+pub enum Delta<K> {
+    /// See [`DeltaType::Added`].
+    Added(Arc<K>),
+    /// See [`DeltaType::Updated`].
+    Updated(Arc<K>),
+    /// See [`DeltaType::Deleted`].
+    Deleted(DeletedObject<K>),
+    /// See [`DeltaType::Replaced`].
+    Replaced(Arc<K>),
+    /// See [`DeltaType::Sync`].
+    Sync(Arc<K>),
+}
+
+impl<K> Clone for Delta<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Added(o) => Self::Added(o.clone()),
+            Self::Updated(o) => Self::Updated(o.clone()),
+            Self::Deleted(d) => Self::Deleted(d.clone()),
+            Self::Replaced(o) => Self::Replaced(o.clone()),
+            Self::Sync(o) => Self::Sync(o.clone()),
+        }
+    }
+}
+
+impl<K> Delta<K> {
+    /// The kind of change.
+    pub fn delta_type(&self) -> DeltaType {
+        match self {
+            Self::Added(_) => DeltaType::Added,
+            Self::Updated(_) => DeltaType::Updated,
+            Self::Deleted(_) => DeltaType::Deleted,
+            Self::Replaced(_) => DeltaType::Replaced,
+            Self::Sync(_) => DeltaType::Sync,
+        }
+    }
+
+    /// The object the delta carries (for a tombstone, its last known state).
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Added(o) | Self::Updated(o) | Self::Replaced(o) | Self::Sync(o) => Some(o),
+            Self::Deleted(d) => d.object(),
+        }
+    }
+}
+
+/// What the FIFO asks the indexer: client-go's `KeyListerGetter`.
+pub trait KeyListerGetter<K>: Send + Sync {
+    /// Every key the indexer holds.
+    fn list_keys(&self) -> Vec<String>;
+    /// The object under `key`.
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+}
+
+impl<K: Send + Sync + 'static> KeyListerGetter<K> for crate::store::Indexer<K> {
+    fn list_keys(&self) -> Vec<String> {
+        crate::store::Indexer::list_keys(self)
+    }
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        crate::store::Indexer::get_by_key(self, key)
+    }
+}
+
+/// A function applied to every object before it is queued (and so before it is
+/// stored): client-go's `TransformFunc`. Typically strips `managedFields` to save
+/// memory.
+pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
+struct State<K> {
+    /// Deltas per key, oldest first. A key is here iff it is in `queue`.
+    items: HashMap<String, Vec<Delta<K>>>,
+    /// Keys in FIFO order, each once.
+    queue: VecDeque<String>,
+    /// Whether a first `replace` (or any add/update/delete) happened.
+    populated: bool,
+    /// Keys from the first `replace` not yet popped.
+    initial_population_count: usize,
+    closed: bool,
+}
+
+/// A queue of per-key deltas between the reflector and the indexer: client-go's
+/// `DeltaFIFO` (with `EmitDeltaTypeReplaced: true`, as shared informers use it).
+/// See the [module docs](self).
+pub struct DeltaFifo<K> {
+    state: Mutex<State<K>>,
+    ready: Notify,
+    known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+    transform: Option<TransformFunc<K>>,
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued_keys", &st.queue.len())
+            .field("populated", &st.populated)
+            .field("initial_population_count", &st.initial_population_count)
+            .field("closed", &st.closed)
+            .finish()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
+    /// A FIFO that checks deletions and resyncs against `known_objects` (the
+    /// informer's indexer). Without known objects there is no tombstone detection
+    /// for keys that are not queued, and no resync.
+    pub fn new(
+        known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
+        transform: Option<TransformFunc<K>>,
+    ) -> Self {
+        Self {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                queue: VecDeque::new(),
+                populated: false,
+                initial_population_count: 0,
+                closed: false,
+            }),
+            ready: Notify::new(),
+            known_objects,
+            transform,
+        }
+    }
+
+    fn prepare(&self, obj: K) -> Arc<K> {
+        Arc::new(match &self.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
+    }
+
+    /// Queues an `Added` delta (a watch `ADDED` event).
+    pub fn add(&self, obj: K) -> Result<()> {
+        let obj = self.prepare(obj);
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut st = self.state.lock();
+        st.populated = true;
+        self.queue_action(&mut st, key, Delta::Added(obj));
+        Ok(())
+    }
+
+    /// Queues an `Updated` delta (a watch `MODIFIED` event).
+    pub fn update(&self, obj: K) -> Result<()> {
+        let obj = self.prepare(obj);
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut st = self.state.lock();
+        st.populated = true;
+        self.queue_action(&mut st, key, Delta::Updated(obj));
+        Ok(())
+    }
+
+    /// Queues a `Deleted` delta (a watch `DELETED` event), unless the object is
+    /// unknown both to the indexer and to the queue (deleted before we ever saw it).
+    pub fn delete(&self, obj: K) -> Result<()> {
+        let obj = self.prepare(obj);
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut st = self.state.lock();
+        st.populated = true;
+        let known = match &self.known_objects {
+            Some(known) => known.get_by_key(&key).is_some(),
+            None => false,
+        };
+        if !known && !st.items.contains_key(&key) {
+            return Ok(());
+        }
+        self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Object(obj)));
+        Ok(())
+    }
+
+    /// Replaces the contents with a full list (the reflector's list or relist): queues
+    /// `Replaced` for every listed object, and a tombstone `Deleted` for every key that
+    /// is queued or known but not in the list. client-go's `Replace`.
+    ///
+    /// Objects without a name are skipped and reported in the error, after the rest
+    /// of the list has been applied.
+    pub fn replace(&self, list: Vec<K>) -> Result<()> {
+        let mut prepared = Vec::with_capacity(list.len());
+        let mut first_error = None;
+        for obj in list {
+            let obj = self.prepare(obj);
+            match meta_namespace_key(obj.as_ref()) {
+                Ok(key) => prepared.push((key, obj)),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        let mut st = self.state.lock();
+        let mut keys = HashSet::with_capacity(prepared.len());
+        for (key, obj) in prepared {
+            keys.insert(key.clone());
+            self.queue_action(&mut st, key, Delta::Replaced(obj));
+        }
+
+        // Deletion detection against keys still queued here...
+        let mut queued_deletions = 0;
+        let missing_queued: Vec<(String, Option<Arc<K>>)> = st
+            .items
+            .iter()
+            .filter(|(key, _)| !keys.contains(*key))
+            .map(|(key, deltas)| (key.clone(), deltas.last().and_then(|d| d.object().cloned())))
+            .collect();
+        for (key, obj) in missing_queued {
+            queued_deletions += 1;
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj,
+            };
+            self.queue_action(
+                &mut st,
+                key,
+                Delta::Deleted(DeletedObject::Tombstone(tombstone)),
+            );
+        }
+        // ...and against what the indexer knows but nothing is queued for.
+        if let Some(known) = &self.known_objects {
+            for key in known.list_keys() {
+                if keys.contains(&key) || st.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                    continue;
+                }
+                queued_deletions += 1;
+                let tombstone = DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    obj: known.get_by_key(&key),
+                };
+                self.queue_action(
+                    &mut st,
+                    key,
+                    Delta::Deleted(DeletedObject::Tombstone(tombstone)),
+                );
+            }
+        }
+
+        if !st.populated {
+            st.populated = true;
+            st.initial_population_count = keys.len() + queued_deletions;
+        }
+        drop(st);
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Queues a `Sync` delta for every known object with nothing queued: client-go's
+    /// `Resync`. Objects with queued deltas are skipped, because the indexer still has
+    /// their *previous* state and a sync would deliver it after the newer deltas.
+    pub fn resync(&self) {
+        let Some(known) = &self.known_objects else {
+            return;
+        };
+        let mut st = self.state.lock();
+        for key in known.list_keys() {
+            if st.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(obj) = known.get_by_key(&key) {
+                self.queue_action(&mut st, key, Delta::Sync(obj));
+            }
+        }
+    }
+
+    /// Appends a delta for `key`, collapsing a duplicate deletion.
+    fn queue_action(&self, st: &mut State<K>, key: String, delta: Delta<K>) {
+        let deltas = st.items.entry(key.clone()).or_default();
+        let was_empty = deltas.is_empty();
+        deltas.push(delta);
+        dedup_deltas(deltas);
+        if was_empty {
+            st.queue.push_back(key);
+            self.ready.notify_one();
+        }
+    }
+
+    /// Waits for the next key and calls `process` with its deltas (oldest first) and
+    /// whether they belong to the initial list, **holding the queue's lock** (see the
+    /// module docs). Returns `None` once the FIFO is closed and empty.
+    pub async fn pop<R>(&self, process: impl FnOnce(Vec<Delta<K>>, bool) -> R) -> Option<R> {
+        loop {
+            let mut ready = pin!(self.ready.notified());
+            ready.as_mut().enable();
+            {
+                let mut st = self.state.lock();
+                if let Some(key) = st.queue.pop_front() {
+                    let is_in_initial_list = !(st.populated && st.initial_population_count == 0);
+                    if st.initial_population_count > 0 {
+                        st.initial_population_count -= 1;
+                    }
+                    let deltas = st.items.remove(&key).unwrap_or_default();
+                    return Some(process(deltas, is_in_initial_list));
+                }
+                if st.closed {
+                    return None;
+                }
+            }
+            ready.await;
+        }
+    }
+
+    /// Whether the initial list has been fully popped: client-go's `HasSynced`.
+    pub fn has_synced(&self) -> bool {
+        let st = self.state.lock();
+        st.populated && st.initial_population_count == 0
+    }
+
+    /// Closes the FIFO: `pop` returns `None` once the queued keys are consumed.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.ready.notify_waiters();
+    }
+
+    /// Number of keys queued.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Queued keys in order (for tests and debugging).
+    pub fn list_keys(&self) -> Vec<String> {
+        self.state.lock().queue.iter().cloned().collect()
+    }
+}
+
+/// Collapses the last two deltas when both are deletions, keeping the more
+/// informative one (a real final state beats a tombstone): client-go's `dedupDeltas`.
+fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
+    let n = deltas.len();
+    if n < 2 {
+        return;
+    }
+    if let (Delta::Deleted(_), Delta::Deleted(last)) = (&deltas[n - 2], &deltas[n - 1]) {
+        if last.is_tombstone() {
+            deltas.pop(); // keep the earlier, more informative deletion
+        } else {
+            deltas.remove(n - 2);
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The shared informer factory: client-go's `SharedInformerFactory`
+//! (informers/factory.go).
+//!
+//! In a process that runs several controllers, each of them wants informers for some
+//! kinds, and several want the same kind (the Foo controller and a metrics exporter
+//! both watch Deployments). The factory hands out **one informer per (kind, scope,
+//! label selector, field selector)** and remembers it, so the second request gets the
+//! same informer: one watch connection and one cache instead of two. Controllers ask
+//! for informers while they are being built, then the binary calls
+//! [`start`](SharedInformerFactory::start) once and waits for
+//! [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::{Api, Client, Resource};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::lister_watcher::ApiListerWatcher;
+use crate::shared_informer::SharedIndexInformer;
+
+/// Server-side filters for an informer: only matching objects are listed and watched.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct InformerOptions {
+    /// A label selector, e.g. `app=foo`.
+    pub label_selector: Option<String>,
+    /// A field selector, e.g. `metadata.name=bar`.
+    pub field_selector: Option<String>,
+}
+
+/// What identifies a shared informer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InformerKey {
+    kind: TypeId,
+    /// The collection URL, which carries the namespace.
+    url: String,
+    options: InformerOptions,
+}
+
+/// Type-erased operations on an informer of any kind.
+trait AnyInformer: Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn start(&self, cancel: CancellationToken);
+    fn has_synced(&self) -> bool;
+    fn name(&self) -> String;
+}
+
+struct Entry<K> {
+    informer: SharedIndexInformer<K>,
+    name: String,
+}
+
+impl<K: Resource + Send + Sync + 'static> AnyInformer for Entry<K> {
+    fn as_any(&self) -> &dyn Any {
+        &self.informer
+    }
+    fn start(&self, cancel: CancellationToken) {
+        if self.informer.is_started() {
+            return;
+        }
+        let informer = self.informer.clone();
+        tokio::spawn(async move { informer.run(cancel).await });
+    }
+    fn has_synced(&self) -> bool {
+        self.informer.has_synced()
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// Hands out shared informers and starts them: client-go's `SharedInformerFactory`.
+/// A cheap-to-clone handle.
+#[derive(Clone)]
+pub struct SharedInformerFactory {
+    client: Client,
+    default_resync_period: Duration,
+    informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
+}
+
+impl fmt::Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedInformerFactory")
+            .field("default_resync_period", &self.default_resync_period)
+            .field("informers", &self.informers.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedInformerFactory {
+    /// A factory whose informers use `client` and, for handlers without a period of
+    /// their own, `default_resync_period` (zero: no resync).
+    pub fn new(client: Client, default_resync_period: Duration) -> Self {
+        Self {
+            client,
+            default_resync_period,
+            informers: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The shared informer for every `K` in the cluster (all namespaces).
+    pub fn informer_for<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.informer_for_api(Api::all(self.client.clone()), InformerOptions::default())
+    }
+
+    /// The shared informer for the objects `api` covers (build it with `Api::all`,
+    /// `Api::namespaced`, ...), filtered by `options`. The same (kind, URL, options)
+    /// always gets the same informer.
+    pub fn informer_for_api<K>(
+        &self,
+        api: Api<K>,
+        options: InformerOptions,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let key = InformerKey {
+            kind: TypeId::of::<K>(),
+            url: api.resource_url().to_string(),
+            options: options.clone(),
+        };
+        let mut informers = self.informers.lock();
+        if let Some(existing) = informers.get(&key)
+            && let Some(informer) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
+        {
+            return informer.clone();
+        }
+        let name = format!("{}{}", K::kind(&()), describe(&key.url, &options));
+        let mut lister_watcher = ApiListerWatcher::new(api);
+        if let Some(labels) = &options.label_selector {
+            lister_watcher = lister_watcher.labels(labels.clone());
+        }
+        if let Some(fields) = &options.field_selector {
+            lister_watcher = lister_watcher.fields(fields.clone());
+        }
+        let informer = SharedIndexInformer::new(
+            name.clone(),
+            Arc::new(lister_watcher),
+            self.default_resync_period,
+        );
+        informers.insert(
+            key,
+            Arc::new(Entry {
+                informer: informer.clone(),
+                name,
+            }),
+        );
+        informer
+    }
+
+    /// Starts every informer handed out so far that is not running yet: client-go's
+    /// `Start`. Safe to call again after asking for more informers. They run until
+    /// `cancel` fires.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn start(&self, cancel: &CancellationToken) {
+        let informers: Vec<_> = self.informers.lock().values().cloned().collect();
+        for informer in informers {
+            informer.start(cancel.clone());
+        }
+    }
+
+    /// Waits until every informer handed out so far has synced, or `cancel` fires:
+    /// client-go's `WaitForCacheSync`. Returns each informer's name and whether it
+    /// synced.
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> Vec<(String, bool)> {
+        let informers: Vec<_> = self.informers.lock().values().cloned().collect();
+        loop {
+            if informers.iter().all(|i| i.has_synced()) || cancel.is_cancelled() {
+                return informers
+                    .iter()
+                    .map(|i| (i.name(), i.has_synced()))
+                    .collect();
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+}
+
+/// A readable suffix for an informer's name: its scope and filters.
+fn describe(url: &str, options: &InformerOptions) -> String {
+    let mut out = String::new();
+    if let Some(ns) = url
+        .split("/namespaces/")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+    {
+        out.push_str(&format!(" in {ns}"));
+    }
+    if let Some(l) = &options.label_selector {
+        out.push_str(&format!(" labels={l}"));
+    }
+    if let Some(f) = &options.field_selector {
+        out.push_str(&format!(" fields={f}"));
+    }
+    out
+}

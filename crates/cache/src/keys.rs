@@ -1,0 +1,162 @@
+//! Object keys: client-go's `MetaNamespaceKeyFunc`, `SplitMetaNamespaceKey`,
+//! `DeletionHandlingMetaNamespaceKeyFunc` and `ObjectName` (tools/cache/store.go,
+//! object-names.go).
+//!
+//! Everything in a controller is addressed by a string key: the cache stores objects
+//! under it, event handlers put it on the workqueue, and workers split it back into
+//! namespace and name to read the object from a lister. The format is `namespace/name`
+//! for namespaced objects and `name` for cluster-scoped ones. Names and namespaces
+//! cannot contain `/`, so the split is unambiguous.
+
+use std::fmt;
+use std::str::FromStr;
+
+use kube::Resource;
+
+use crate::error::{Error, Result};
+
+/// A namespace and a name: client-go's `cache.ObjectName`.
+///
+/// `Display` gives the key (`ns/name`, or `name` when the namespace is empty), and
+/// `FromStr` parses one.
+///
+/// ```
+/// use cache::ObjectName;
+///
+/// let name: ObjectName = "default/foo".parse().unwrap();
+/// assert_eq!(name, ObjectName::new("default", "foo"));
+/// assert_eq!(name.to_string(), "default/foo");
+/// assert_eq!(ObjectName::new("", "node-1").to_string(), "node-1");
+/// assert!("a/b/c".parse::<ObjectName>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ObjectName {
+    /// The namespace; empty for cluster-scoped objects.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectName {
+    /// An object name from its parts.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The name of `obj`: client-go's `MetaObjectToName`.
+    pub fn of<K: Resource>(obj: &K) -> Result<Self> {
+        let meta = obj.meta();
+        let name = meta.name.clone().ok_or(Error::MissingName)?;
+        Ok(Self::new(meta.namespace.clone().unwrap_or_default(), name))
+    }
+}
+
+impl fmt::Display for ObjectName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+impl FromStr for ObjectName {
+    type Err = Error;
+    fn from_str(key: &str) -> Result<Self> {
+        let (namespace, name) = split_meta_namespace_key(key)?;
+        Ok(Self::new(namespace, name))
+    }
+}
+
+/// The key of `obj`: `namespace/name`, or `name` when it is cluster-scoped.
+/// client-go's `MetaNamespaceKeyFunc`.
+///
+/// ```
+/// use cache::meta_namespace_key;
+/// use k8s_openapi::api::core::v1::{ConfigMap, Node};
+/// use kube::api::ObjectMeta;
+///
+/// let cm = ConfigMap {
+///     metadata: ObjectMeta { namespace: Some("default".into()), name: Some("cfg".into()), ..Default::default() },
+///     ..Default::default()
+/// };
+/// assert_eq!(meta_namespace_key(&cm).unwrap(), "default/cfg");
+///
+/// let node = Node {
+///     metadata: ObjectMeta { name: Some("node-1".into()), ..Default::default() },
+///     ..Default::default()
+/// };
+/// assert_eq!(meta_namespace_key(&node).unwrap(), "node-1");
+/// ```
+pub fn meta_namespace_key<K: Resource>(obj: &K) -> Result<String> {
+    let meta = obj.meta();
+    let name = meta.name.as_deref().ok_or(Error::MissingName)?;
+    Ok(match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    })
+}
+
+/// Splits a key into `(namespace, name)`; the namespace is empty for cluster-scoped
+/// keys. An error for more than one `/` or an empty name: client-go's
+/// `SplitMetaNamespaceKey`.
+///
+/// ```
+/// use cache::split_meta_namespace_key;
+///
+/// assert_eq!(split_meta_namespace_key("default/foo").unwrap(), ("default", "foo"));
+/// assert_eq!(split_meta_namespace_key("node-1").unwrap(), ("", "node-1"));
+/// assert!(split_meta_namespace_key("a/b/c").is_err());
+/// ```
+pub fn split_meta_namespace_key(key: &str) -> Result<(&str, &str)> {
+    let invalid = || Error::InvalidKey {
+        key: key.to_string(),
+    };
+    let mut parts = key.split('/');
+    let (namespace, name) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), None, None) => ("", name),
+        (Some(namespace), Some(name), None) => (namespace, name),
+        _ => return Err(invalid()),
+    };
+    if name.is_empty() {
+        return Err(invalid());
+    }
+    Ok((namespace, name))
+}
+
+/// The key of an object as the informer delivers it to `on_delete`: the object itself,
+/// or a tombstone ([`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)) that
+/// already carries its key. client-go's `DeletionHandlingMetaNamespaceKeyFunc`.
+pub fn deletion_handling_meta_namespace_key<K: Resource>(
+    obj: &crate::DeletedObject<K>,
+) -> Result<String> {
+    match obj {
+        crate::DeletedObject::Object(obj) => meta_namespace_key(obj.as_ref()),
+        crate::DeletedObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_rejects_bad_keys() {
+        for bad in ["a/b/c", "/", "ns/", "", "a//b"] {
+            assert!(split_meta_namespace_key(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(split_meta_namespace_key("/name").unwrap(), ("", "name"));
+    }
+
+    #[test]
+    fn object_name_round_trips() {
+        for key in ["default/foo", "node-1"] {
+            let parsed: ObjectName = key.parse().unwrap();
+            assert_eq!(parsed.to_string(), key);
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Event handlers and their delivery: client-go's `ResourceEventHandler`,
+//! `ResourceEventHandlerFuncs` and `processorListener` (tools/cache/controller.go,
+//! shared_informer.go).
+//!
+//! Every handler registered on a shared informer gets its **own unbounded buffer and
+//! its own thread**. The informer only pushes notifications into buffers, which never
+//! blocks, so a slow handler can neither hold up the other handlers nor the reflector;
+//! it only falls behind on its own. (client-go does the same with a growing ring buffer
+//! and two goroutines per listener.)
+//!
+//! Why a thread and not a Tokio task: handlers are plain synchronous functions, as in
+//! client-go, and a goroutine that blocks is harmless in Go, but a *task* that blocks
+//! holds a runtime worker thread hostage, and with it whatever tasks are queued on
+//! that worker (the informer's own loop included). A dedicated thread per handler (a
+//! handful per process) keeps a slow or blocking handler truly isolated. The thread
+//! enters the Tokio runtime it was registered from, so a handler may still call
+//! `tokio::spawn`.
+//!
+//! Handlers are meant to do very little (compute a key, put it on a workqueue). A
+//! handler that panics is logged and keeps receiving events; it never takes the
+//! informer down.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use std::sync::mpsc;
+
+use tokio::time::Instant;
+
+use crate::delta_fifo::DeletedObject;
+
+/// Receives an informer's notifications: client-go's `ResourceEventHandler`.
+///
+/// All methods default to doing nothing, so implement only what you need.
+pub trait EventHandler<K>: Send + Sync + 'static {
+    /// An object appeared: from the initial list (`is_in_initial_list`), a watch
+    /// `ADDED`, or a synthetic add for a handler registered after the informer started.
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        let _ = (obj, is_in_initial_list);
+    }
+    /// An object changed, or a periodic resync re-delivered it (then `old` and `new`
+    /// have the same resourceVersion).
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        let _ = (old, new);
+    }
+    /// An object was deleted; during a watch gap the final state is unknown and a
+    /// tombstone is delivered instead.
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        let _ = obj;
+    }
+}
+
+type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
+type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
+type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
+
+/// An [`EventHandler`] built from closures: client-go's `ResourceEventHandlerFuncs`.
+///
+/// ```
+/// use cache::EventHandlerFuncs;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// let handler = EventHandlerFuncs::<ConfigMap>::new()
+///     .on_add(|cm, _initial| println!("added {:?}", cm.metadata.name))
+///     .on_delete(|deleted| println!("deleted (tombstone: {})", deleted.is_tombstone()));
+/// # let _ = handler;
+/// ```
+pub struct EventHandlerFuncs<K> {
+    add: Option<AddFn<K>>,
+    update: Option<UpdateFn<K>>,
+    delete: Option<DeleteFn<K>>,
+}
+
+impl<K> Default for EventHandlerFuncs<K> {
+    fn default() -> Self {
+        Self {
+            add: None,
+            update: None,
+            delete: None,
+        }
+    }
+}
+
+impl<K> fmt::Debug for EventHandlerFuncs<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventHandlerFuncs")
+            .field("add", &self.add.is_some())
+            .field("update", &self.update.is_some())
+            .field("delete", &self.delete.is_some())
+            .finish()
+    }
+}
+
+impl<K> EventHandlerFuncs<K> {
+    /// A handler that ignores everything until closures are set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls `f(obj, is_in_initial_list)` on adds.
+    pub fn on_add(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
+        self.add = Some(Box::new(f));
+        self
+    }
+
+    /// Calls `f(old, new)` on updates.
+    pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
+        self.update = Some(Box::new(f));
+        self
+    }
+
+    /// Calls `f(obj)` on deletes.
+    pub fn on_delete(mut self, f: impl Fn(&DeletedObject<K>) + Send + Sync + 'static) -> Self {
+        self.delete = Some(Box::new(f));
+        self
+    }
+}
+
+impl<K: Send + Sync + 'static> EventHandler<K> for EventHandlerFuncs<K> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        if let Some(f) = &self.add {
+            f(obj, is_in_initial_list);
+        }
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if let Some(f) = &self.update {
+            f(old, new);
+        }
+    }
+    fn on_delete(&self, obj: &DeletedObject<K>) {
+        if let Some(f) = &self.delete {
+            f(obj);
+        }
+    }
+}
+
+/// One notification for one handler.
+pub(crate) enum Notification<K> {
+    Add {
+        obj: Arc<K>,
+        is_in_initial_list: bool,
+    },
+    Update {
+        old: Arc<K>,
+        new: Arc<K>,
+    },
+    Delete(DeletedObject<K>),
+}
+
+impl<K> Clone for Notification<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Add {
+                obj,
+                is_in_initial_list,
+            } => Self::Add {
+                obj: obj.clone(),
+                is_in_initial_list: *is_in_initial_list,
+            },
+            Self::Update { old, new } => Self::Update {
+                old: old.clone(),
+                new: new.clone(),
+            },
+            Self::Delete(d) => Self::Delete(d.clone()),
+        }
+    }
+}
+
+/// Counts a handler's initial-list notifications not yet handled: client-go's
+/// `synctrack.SingleFileTracker`.
+#[derive(Debug, Default)]
+pub(crate) struct SyncTracker {
+    pending_initial: AtomicUsize,
+}
+
+impl SyncTracker {
+    pub(crate) fn pending(&self) -> usize {
+        self.pending_initial.load(Ordering::SeqCst)
+    }
+}
+
+/// The informer's side of one registered handler: client-go's `processorListener`.
+pub(crate) struct Listener<K> {
+    pub(crate) id: u64,
+    tx: mpsc::Sender<Notification<K>>,
+    pub(crate) tracker: Arc<SyncTracker>,
+    resync_period: Option<Duration>,
+    next_resync: Instant,
+    /// Whether the current resync round includes this listener.
+    pub(crate) syncing: bool,
+}
+
+impl<K: Send + Sync + 'static> Listener<K> {
+    /// Registers `handler` and starts its delivery thread.
+    pub(crate) fn spawn(
+        id: u64,
+        name: &str,
+        handler: Arc<dyn EventHandler<K>>,
+        resync_period: Option<Duration>,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let tracker = Arc::new(SyncTracker::default());
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let (thread_name, thread_tracker) = (format!("handler-{name}-{id}"), tracker.clone());
+        let informer = name.to_string();
+        let spawned = std::thread::Builder::new()
+            .name(thread_name)
+            .spawn(move || {
+                let _runtime = runtime.as_ref().map(|r| r.enter());
+                run(&informer, handler.as_ref(), rx, &thread_tracker);
+            });
+        if let Err(e) = spawned {
+            // The notifications then pile up unread; say so loudly.
+            tracing::error!(informer = %name, error = %e, "could not start an event handler thread");
+        }
+        Self {
+            id,
+            tx,
+            tracker,
+            resync_period: resync_period.filter(|p| !p.is_zero()),
+            next_resync: Instant::now() + resync_period.unwrap_or_default(),
+            syncing: false,
+        }
+    }
+
+    /// Queues a notification (never blocks).
+    pub(crate) fn add(&self, notification: Notification<K>) {
+        if let Notification::Add {
+            is_in_initial_list: true,
+            ..
+        } = notification
+        {
+            self.tracker.pending_initial.fetch_add(1, Ordering::SeqCst);
+        }
+        // A send fails only when the task is gone (runtime shutting down).
+        let _ = self.tx.send(notification);
+    }
+
+    /// Marks the listener as part of this resync round if its period is due:
+    /// client-go's `shouldResync` per listener.
+    pub(crate) fn check_resync(&mut self, now: Instant) -> bool {
+        self.syncing = match self.resync_period {
+            Some(period) if now >= self.next_resync => {
+                self.next_resync = now + period;
+                true
+            }
+            _ => false,
+        };
+        self.syncing
+    }
+
+    /// This listener's resync period, if it has one.
+    pub(crate) fn resync_period(&self) -> Option<Duration> {
+        self.resync_period
+    }
+}
+
+/// The delivery loop: hands notifications to the handler in order, one at a time,
+/// until the informer drops the listener.
+fn run<K: Send + Sync + 'static>(
+    name: &str,
+    handler: &dyn EventHandler<K>,
+    rx: mpsc::Receiver<Notification<K>>,
+    tracker: &SyncTracker,
+) {
+    while let Ok(notification) = rx.recv() {
+        let initial = matches!(
+            notification,
+            Notification::Add {
+                is_in_initial_list: true,
+                ..
+            }
+        );
+        let result = catch_unwind(AssertUnwindSafe(|| match &notification {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => handler.on_add(obj, *is_in_initial_list),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete(obj) => handler.on_delete(obj),
+        }));
+        if result.is_err() {
+            tracing::error!(informer = %name, "event handler panicked; the event was skipped");
+        }
+        if initial {
+            tracker.pending_initial.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The reflector: client-go's `tools/cache/reflector.go`.
+//!
+//! A reflector keeps a [`DeltaFifo`] in step with the API server: it **lists** every
+//! object once, hands the list to [`DeltaFifo::replace`], then **watches** for changes
+//! from the list's resourceVersion and hands each change to the FIFO. The rest of the
+//! informer never talks to the API server.
+//!
+//! # The loop, and what happens when things go wrong
+//!
+//! * A watch that ends cleanly (the server's `timeoutSeconds` ran out, a load balancer
+//!   closed it) is simply started again from the **last resourceVersion seen**. Every
+//!   event and every BOOKMARK advances that version, which is why bookmarks are
+//!   requested: after a quiet hour the version is still recent.
+//! * `410 Gone` / `Expired` (on the watch or the list) means the server no longer has
+//!   history that old (etcd compacted it). The reflector **relists**; objects that were
+//!   deleted meanwhile are missing from the new list and the FIFO turns them into
+//!   tombstone deletions. Nothing is lost, only the intermediate states.
+//! * Any other error (connection refused while the API server restarts, a 5xx, a
+//!   decoding error) waits with exponential backoff and jitter, 800 ms doubling up to
+//!   30 s, then retries what failed: a failed watch is retried from the same version,
+//!   so a restart of the API server costs no relist if its watch cache still covers
+//!   the version. The backoff resets after two minutes without errors. A watch that
+//!   ends within a second without delivering anything also counts as an error, so a
+//!   misbehaving server can never cause a tight loop.
+//! * The loop stops when its [`CancellationToken`] is cancelled.
+//!
+//! # Which resourceVersion the first list uses, and why
+//!
+//! Like client-go, the first list asks for resourceVersion `"0"`: *any* version. The API
+//! server answers it from its watch cache, without a quorum read from etcd, which
+//! matters when hundreds of controllers restart at once after an upgrade. The answer
+//! may be slightly stale; that is harmless, because the watch starts from the list's
+//! version and delivers everything after it. A relist after `410 Gone` instead uses
+//! `""` (the most recent version, a consistent read), because the cached version is
+//! exactly what just proved too old. Other relists use the last version seen.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Resource;
+use kube::api::WatchEvent;
+use parking_lot::Mutex;
+use rand::Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::delta_fifo::DeltaFifo;
+use crate::lister_watcher::{
+    DEFAULT_PAGE_SIZE, ListOptions, ListerWatcher, WatchOptions, WatchStream,
+};
+
+/// Backoff settings for errors: client-go's `NewExponentialBackoffManager(800ms, 30s,
+/// 2min, 2.0, 1.0)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BackoffConfig {
+    /// The first delay.
+    pub initial: Duration,
+    /// The largest delay.
+    pub max: Duration,
+    /// After this long without an error, the next delay starts from `initial` again.
+    pub reset_after: Duration,
+    /// Each delay is stretched by a random factor in `[1, 1 + jitter)`.
+    pub jitter: f64,
+}
+
+impl Default for BackoffConfig {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+            reset_after: Duration::from_secs(120),
+            jitter: 1.0,
+        }
+    }
+}
+
+/// Exponential backoff with jitter and reset.
+struct Backoff {
+    config: BackoffConfig,
+    next: Duration,
+    last: Option<Instant>,
+}
+
+impl Backoff {
+    fn new(config: BackoffConfig) -> Self {
+        Self {
+            config,
+            next: config.initial,
+            last: None,
+        }
+    }
+
+    /// The delay to wait now; doubles the next one.
+    fn delay(&mut self) -> Duration {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) >= self.config.reset_after)
+        {
+            self.next = self.config.initial;
+        }
+        self.last = Some(now);
+        let base = self.next.min(self.config.max);
+        self.next = (self.next * 2).min(self.config.max);
+        let factor = 1.0 + rand::rng().random::<f64>() * self.config.jitter.max(0.0);
+        base.mul_f64(factor).min(self.config.max)
+    }
+}
+
+/// How a watch ended.
+enum WatchEnd {
+    Cancelled,
+    /// The server closed it; re-watch from the last version.
+    Closed {
+        events: usize,
+        lasted: Duration,
+    },
+    /// 410: relist.
+    Gone,
+    Failed(kube::Error),
+}
+
+/// Keeps a [`DeltaFifo`] in step with the API server. See the [module docs](self).
+pub struct Reflector<K> {
+    name: String,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    store: Arc<DeltaFifo<K>>,
+    page_size: u32,
+    backoff: BackoffConfig,
+    last_sync_resource_version: Mutex<String>,
+}
+
+impl<K> fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.name)
+            .field("page_size", &self.page_size)
+            .field(
+                "last_sync_resource_version",
+                &*self.last_sync_resource_version.lock(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether the API server said the resourceVersion is too old (410 Gone / Expired).
+pub fn is_gone(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 410 || s.reason == "Expired" || s.reason == "Gone")
+}
+
+impl<K: Resource + Send + Sync + 'static> Reflector<K> {
+    /// A reflector named `name` (used in logs) that feeds `store` from
+    /// `lister_watcher`.
+    pub fn new(
+        name: impl Into<String>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        store: Arc<DeltaFifo<K>>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            lister_watcher,
+            store,
+            page_size: DEFAULT_PAGE_SIZE,
+            backoff: BackoffConfig::default(),
+            last_sync_resource_version: Mutex::new(String::new()),
+        }
+    }
+
+    /// Sets the list page size (default 500; 0 = no paging).
+    pub fn with_page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Sets the error backoff.
+    pub fn with_backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The resourceVersion of the last list, event or bookmark: client-go's
+    /// `LastSyncResourceVersion`.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.last_sync_resource_version.lock().clone()
+    }
+
+    fn set_resource_version(&self, rv: &str) {
+        if !rv.is_empty() {
+            rv.clone_into(&mut self.last_sync_resource_version.lock());
+        }
+    }
+
+    /// Lists and watches until `cancel` is cancelled: client-go's `ListAndWatch` in
+    /// its `BackoffUntil` loop.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let mut backoff = Backoff::new(self.backoff);
+        let mut need_list = true;
+        let mut consistent_list = false;
+        loop {
+            if cancel.is_cancelled() {
+                return;
+            }
+            if need_list {
+                let rv = if consistent_list {
+                    String::new()
+                } else {
+                    let last = self.last_sync_resource_version();
+                    if last.is_empty() {
+                        "0".to_string()
+                    } else {
+                        last
+                    }
+                };
+                let listed = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    listed = self.list(&rv) => listed,
+                };
+                match listed {
+                    Ok(()) => {
+                        need_list = false;
+                        consistent_list = false;
+                    }
+                    Err(e) if is_gone(&e) && !consistent_list => {
+                        tracing::info!(reflector = %self.name, rv, "list: resource version expired; listing the most recent version");
+                        consistent_list = true;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(reflector = %self.name, error = %e, "list failed");
+                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+
+            let options = WatchOptions {
+                resource_version: self.last_sync_resource_version(),
+                // Randomised, so that many watchers do not all reconnect at once.
+                timeout_seconds: rand::rng().random_range(300..600),
+                allow_bookmarks: true,
+            };
+            let started = tokio::select! {
+                _ = cancel.cancelled() => return,
+                started = self.lister_watcher.watch(&options) => started,
+            };
+            let end = match started {
+                Ok(stream) => self.watch_handler(stream, &cancel).await,
+                Err(e) if is_gone(&e) => WatchEnd::Gone,
+                Err(e) => WatchEnd::Failed(e),
+            };
+            match end {
+                WatchEnd::Cancelled => return,
+                WatchEnd::Closed { events, lasted } => {
+                    if events == 0 && lasted < Duration::from_secs(1) {
+                        tracing::warn!(reflector = %self.name, "very short watch: closed after {lasted:?} with no events");
+                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                            return;
+                        }
+                    }
+                }
+                WatchEnd::Gone => {
+                    tracing::info!(reflector = %self.name, rv = %options.resource_version, "watch: resource version too old (410); relisting");
+                    need_list = true;
+                    consistent_list = true;
+                }
+                WatchEnd::Failed(e) => {
+                    tracing::warn!(reflector = %self.name, error = %e, "watch failed; retrying from the last resource version");
+                    if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists every page at `rv` and replaces the FIFO's contents.
+    async fn list(&self, rv: &str) -> Result<(), kube::Error> {
+        let mut items = Vec::new();
+        let mut options = ListOptions {
+            resource_version: rv.to_string(),
+            limit: self.page_size,
+            continue_token: None,
+        };
+        let list_rv = loop {
+            let page = self.lister_watcher.list(&options).await?;
+            items.extend(page.items);
+            match page.continue_token {
+                Some(token) => options.continue_token = Some(token),
+                None => break page.resource_version,
+            }
+        };
+        let count = items.len();
+        if let Err(e) = self.store.replace(items) {
+            tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
+        }
+        self.set_resource_version(&list_rv);
+        tracing::debug!(reflector = %self.name, count, rv = %list_rv, "listed");
+        Ok(())
+    }
+
+    /// Feeds watch events into the FIFO until the watch ends: client-go's
+    /// `watchHandler`.
+    async fn watch_handler(
+        &self,
+        mut stream: WatchStream<K>,
+        cancel: &CancellationToken,
+    ) -> WatchEnd {
+        let started = Instant::now();
+        let mut events = 0;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                next = stream.next() => next,
+            };
+            let event = match next {
+                None => {
+                    return WatchEnd::Closed {
+                        events,
+                        lasted: started.elapsed(),
+                    };
+                }
+                Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
+                Some(Err(e)) => return WatchEnd::Failed(e),
+                Some(Ok(event)) => event,
+            };
+            events += 1;
+            let (rv, result) = match event {
+                WatchEvent::Added(obj) => {
+                    (obj.meta().resource_version.clone(), self.store.add(obj))
+                }
+                WatchEvent::Modified(obj) => {
+                    (obj.meta().resource_version.clone(), self.store.update(obj))
+                }
+                WatchEvent::Deleted(obj) => {
+                    (obj.meta().resource_version.clone(), self.store.delete(obj))
+                }
+                WatchEvent::Bookmark(bookmark) => {
+                    (Some(bookmark.metadata.resource_version), Ok(()))
+                }
+                WatchEvent::Error(status) => {
+                    let err = kube::Error::Api(status);
+                    return if is_gone(&err) {
+                        WatchEnd::Gone
+                    } else {
+                        WatchEnd::Failed(err)
+                    };
+                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(reflector = %self.name, error = %e, "skipping a watch event that cannot be keyed");
+            }
+            if let Some(rv) = rv {
+                self.set_resource_version(&rv);
+            }
+        }
+    }
+}
+
+/// Sleeps for `delay`; `false` if cancelled first.
+async fn sleep_or_cancel(delay: Duration, cancel: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = tokio::time::sleep(delay) => true,
+    }
+}

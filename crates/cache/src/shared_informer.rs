@@ -1,0 +1,475 @@
+//! The shared index informer: client-go's `sharedIndexInformer`
+//! (tools/cache/shared_informer.go).
+//!
+//! It wires the pieces together: a [`Reflector`] fills a [`DeltaFifo`]; one loop pops
+//! the deltas, applies them to the [`Indexer`] (the cache listers read) and hands an
+//! add / update / delete notification to every registered handler. "Shared" means one
+//! informer, one watch and one cache per kind, however many controllers and handlers
+//! use it (see [`SharedInformerFactory`](crate::SharedInformerFactory)).
+//!
+//! What it guarantees, like client-go:
+//!
+//! * The cache is updated **before** handlers hear about a change, so a worker that
+//!   reads the lister after taking a key from its queue sees at least that state.
+//! * A handler registered after the informer started first gets a synthetic add for
+//!   every cached object (flagged `is_in_initial_list`), then live events; the handover
+//!   is atomic, so nothing is missed or doubled.
+//! * Each registration has its own [`has_synced`](ResourceEventHandlerRegistration::has_synced):
+//!   true once the informer synced *and* that handler has processed its initial adds.
+//! * Resync: every handler may ask for its own period; the informer checks at the
+//!   shortest one and re-delivers every cached object (as an update with equal old and
+//!   new resourceVersion) only to the handlers that are due.
+//! * An update whose resourceVersion did not change (a relist of an unchanged object)
+//!   is a sync, and only goes to handlers in a resync round.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
+use crate::error::{Error, Result};
+use crate::keys::meta_namespace_key;
+use crate::lister::Lister;
+use crate::lister_watcher::ListerWatcher;
+use crate::processor_listener::{EventHandler, Listener, Notification};
+use crate::reflector::{BackoffConfig, Reflector};
+use crate::store::{Indexer, Indexers};
+
+/// How often `wait_for_cache_sync` looks (client-go's `syncedPollPeriod`).
+const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// A handler's registration: client-go's `ResourceEventHandlerRegistration`.
+pub struct ResourceEventHandlerRegistration<K> {
+    id: u64,
+    tracker: Arc<crate::processor_listener::SyncTracker>,
+    informer: Weak<Inner<K>>,
+}
+
+impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceEventHandlerRegistration")
+            .field("id", &self.id)
+            .field("pending_initial", &self.tracker.pending())
+            .finish()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
+    /// Whether the informer has synced and this handler has processed every
+    /// notification of the initial list.
+    pub fn has_synced(&self) -> bool {
+        let Some(inner) = self.informer.upgrade() else {
+            return false;
+        };
+        inner.has_synced() && self.tracker.pending() == 0
+    }
+}
+
+/// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
+/// deltas are applied and distributed under it, so a late registration can take a
+/// consistent snapshot of the cache.
+struct Processor<K> {
+    listeners: Vec<Listener<K>>,
+    next_id: u64,
+}
+
+impl<K: Send + Sync + 'static> Processor<K> {
+    fn distribute(&self, notification: Notification<K>, is_sync: bool) {
+        for listener in &self.listeners {
+            if !is_sync || listener.syncing {
+                listener.add(notification.clone());
+            }
+        }
+    }
+}
+
+struct Inner<K> {
+    name: String,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    indexer: Indexer<K>,
+    processor: Mutex<Processor<K>>,
+    fifo: Mutex<Option<Arc<DeltaFifo<K>>>>,
+    reflector: Mutex<Option<Arc<Reflector<K>>>>,
+    transform: Mutex<Option<TransformFunc<K>>>,
+    default_resync_period: Duration,
+    backoff: Mutex<BackoffConfig>,
+    started: AtomicBool,
+}
+
+impl<K: Resource + Send + Sync + 'static> Inner<K> {
+    fn has_synced(&self) -> bool {
+        self.fifo.lock().as_ref().is_some_and(|f| f.has_synced())
+    }
+
+    /// Applies one key's deltas to the indexer and distributes them: client-go's
+    /// `processDeltas`. Runs under the FIFO's lock (inside `pop`).
+    fn handle_deltas(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
+        let processor = self.processor.lock();
+        for delta in deltas {
+            match delta {
+                Delta::Added(obj)
+                | Delta::Updated(obj)
+                | Delta::Replaced(obj)
+                | Delta::Sync(obj) => {
+                    let Ok(key) = meta_namespace_key(obj.as_ref()) else {
+                        continue; // the FIFO only queues keyable objects
+                    };
+                    match self.indexer.get_by_key(&key) {
+                        Some(old) => {
+                            self.indexer.update(key, obj.clone());
+                            let is_sync =
+                                old.meta().resource_version == obj.meta().resource_version;
+                            processor.distribute(Notification::Update { old, new: obj }, is_sync);
+                        }
+                        None => {
+                            self.indexer.add(key, obj.clone());
+                            processor.distribute(
+                                Notification::Add {
+                                    obj,
+                                    is_in_initial_list,
+                                },
+                                false,
+                            );
+                        }
+                    }
+                }
+                Delta::Deleted(deleted) => {
+                    let key = match &deleted {
+                        DeletedObject::Object(obj) => meta_namespace_key(obj.as_ref()).ok(),
+                        DeletedObject::Tombstone(t) => Some(t.key.clone()),
+                    };
+                    if let Some(key) = key {
+                        self.indexer.delete(&key);
+                    }
+                    processor.distribute(Notification::Delete(deleted), false);
+                }
+            }
+        }
+    }
+
+    /// The shortest resync period of any handler, if any handler wants resyncs.
+    fn resync_check_period(&self) -> Option<Duration> {
+        self.processor
+            .lock()
+            .listeners
+            .iter()
+            .filter_map(|l| l.resync_period())
+            .min()
+    }
+}
+
+/// An informer for one kind of object, shared by every handler and lister that needs
+/// it: client-go's `SharedIndexInformer`. A cheap-to-clone handle.
+///
+/// ```no_run
+/// # async fn example(client: kube::Client) -> Result<(), cache::Error> {
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use cache::{ApiListerWatcher, EventHandlerFuncs, SharedIndexInformer};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::Api;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let informer = SharedIndexInformer::new(
+///     "configmaps",
+///     Arc::new(ApiListerWatcher::new(Api::<ConfigMap>::all(client))),
+///     Duration::ZERO, // no periodic resync
+/// );
+/// // Strip managedFields before caching: less memory per object.
+/// informer.set_transform(Arc::new(|mut cm: ConfigMap| {
+///     cm.metadata.managed_fields = None;
+///     cm
+/// }))?;
+/// let registration = informer.add_event_handler(
+///     EventHandlerFuncs::new().on_add(|cm: &Arc<ConfigMap>, _| {
+///         println!("{:?}", cm.metadata.name);
+///     }),
+/// );
+///
+/// let stop = CancellationToken::new();
+/// tokio::spawn({
+///     let (informer, stop) = (informer.clone(), stop.clone());
+///     async move { informer.run(stop).await }
+/// });
+/// informer.wait_for_cache_sync(&stop).await;
+/// assert!(registration.has_synced());
+/// let lister = informer.lister();
+/// let cm = lister.get("default", "my-config")?; // Error::NotFound if absent
+/// # Ok(())
+/// # }
+/// ```
+pub struct SharedIndexInformer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("name", &self.inner.name)
+            .field("started", &self.inner.started.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
+    /// An informer named `name` (for logs) over `lister_watcher`, with the namespace
+    /// index. `default_resync_period` applies to handlers added without their own
+    /// period; zero means no resync.
+    pub fn new(
+        name: impl Into<String>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        default_resync_period: Duration,
+    ) -> Self {
+        Self::with_indexer(
+            name,
+            lister_watcher,
+            default_resync_period,
+            Indexer::with_namespace_index(),
+        )
+    }
+
+    /// Like [`new`](Self::new), with a caller-made indexer (custom indexes).
+    pub fn with_indexer(
+        name: impl Into<String>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        default_resync_period: Duration,
+        indexer: Indexer<K>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                lister_watcher,
+                indexer,
+                processor: Mutex::new(Processor {
+                    listeners: Vec::new(),
+                    next_id: 0,
+                }),
+                fifo: Mutex::new(None),
+                reflector: Mutex::new(None),
+                transform: Mutex::new(None),
+                default_resync_period,
+                backoff: Mutex::new(BackoffConfig::default()),
+                started: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Registers a handler with the informer's default resync period: client-go's
+    /// `AddEventHandler`. If the informer is running, the handler first gets an add
+    /// for every cached object. The handler runs on a thread of its own.
+    pub fn add_event_handler(
+        &self,
+        handler: impl EventHandler<K>,
+    ) -> ResourceEventHandlerRegistration<K> {
+        let period = self.inner.default_resync_period;
+        self.add_event_handler_with_resync_period(handler, period)
+    }
+
+    /// Registers a handler with its own resync period (zero: none): client-go's
+    /// `AddEventHandlerWithResyncPeriod`.
+    pub fn add_event_handler_with_resync_period(
+        &self,
+        handler: impl EventHandler<K>,
+        resync_period: Duration,
+    ) -> ResourceEventHandlerRegistration<K> {
+        let mut processor = self.inner.processor.lock();
+        let id = processor.next_id;
+        processor.next_id += 1;
+        let listener =
+            Listener::spawn(id, &self.inner.name, Arc::new(handler), Some(resync_period));
+        if self.inner.started.load(Ordering::SeqCst) {
+            // Under the processor lock no delta is being applied: this snapshot and
+            // the live events that follow fit together exactly.
+            for obj in self.inner.indexer.list() {
+                listener.add(Notification::Add {
+                    obj,
+                    is_in_initial_list: true,
+                });
+            }
+        }
+        let tracker = listener.tracker.clone();
+        processor.listeners.push(listener);
+        ResourceEventHandlerRegistration {
+            id,
+            tracker,
+            informer: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Unregisters a handler: client-go's `RemoveEventHandler`. Notifications already
+    /// buffered for it are still delivered; no new ones are.
+    pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
+        self.inner
+            .processor
+            .lock()
+            .listeners
+            .retain(|l| l.id != registration.id);
+    }
+
+    /// Sets a function applied to every object before it is cached and delivered:
+    /// client-go's `SetTransform`. An error once the informer has started.
+    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<()> {
+        if self.inner.started.load(Ordering::SeqCst) {
+            return Err(Error::AlreadyStarted("set_transform"));
+        }
+        *self.inner.transform.lock() = Some(transform);
+        Ok(())
+    }
+
+    /// Adds indexes to the cache: client-go's `AddIndexers`.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<()> {
+        self.inner.indexer.add_indexers(indexers)
+    }
+
+    /// Sets the reflector's error backoff (mostly for tests).
+    pub fn set_backoff(&self, backoff: BackoffConfig) {
+        *self.inner.backoff.lock() = backoff;
+    }
+
+    /// The cache: client-go's `GetIndexer`.
+    pub fn indexer(&self) -> &Indexer<K> {
+        &self.inner.indexer
+    }
+
+    /// A lister over the cache.
+    pub fn lister(&self) -> Lister<K>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        Lister::new(self.inner.indexer.clone())
+    }
+
+    /// Whether the initial list has been applied to the cache and delivered to the
+    /// handlers' buffers: client-go's `HasSynced`.
+    pub fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+
+    /// Whether `run` has been called.
+    pub fn is_started(&self) -> bool {
+        self.inner.started.load(Ordering::SeqCst)
+    }
+
+    /// The resourceVersion the reflector last saw (empty before the first list):
+    /// client-go's `LastSyncResourceVersion`.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .reflector
+            .lock()
+            .as_ref()
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced), polling every 100 ms; `false` if
+    /// `cancel` fires first. client-go's `WaitForCacheSync`.
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
+        loop {
+            if self.has_synced() {
+                return true;
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return false,
+                _ = tokio::time::sleep(SYNCED_POLL_PERIOD) => {}
+            }
+        }
+    }
+
+    /// Runs the informer until `cancel` fires: client-go's `Run`. Calling it twice is
+    /// a no-op for the second call.
+    pub async fn run(&self, cancel: CancellationToken) {
+        if self.inner.started.swap(true, Ordering::SeqCst) {
+            tracing::warn!(informer = %self.inner.name, "informer already started");
+            return;
+        }
+        let transform = self.inner.transform.lock().clone();
+        let fifo = Arc::new(DeltaFifo::new(
+            Some(Arc::new(self.inner.indexer.clone())),
+            transform,
+        ));
+        let reflector = Arc::new(
+            Reflector::new(
+                self.inner.name.clone(),
+                self.inner.lister_watcher.clone(),
+                fifo.clone(),
+            )
+            .with_backoff(*self.inner.backoff.lock()),
+        );
+        *self.inner.fifo.lock() = Some(fifo.clone());
+        *self.inner.reflector.lock() = Some(reflector.clone());
+
+        let reflector_task = tokio::spawn({
+            let cancel = cancel.clone();
+            async move { reflector.run(cancel).await }
+        });
+        let resync_task = tokio::spawn(resync_loop(
+            Arc::downgrade(&self.inner),
+            fifo.clone(),
+            cancel.clone(),
+        ));
+
+        loop {
+            let popped = tokio::select! {
+                _ = cancel.cancelled() => break,
+                popped = fifo.pop(|deltas, initial| self.inner.handle_deltas(deltas, initial)) => popped,
+            };
+            if popped.is_none() {
+                break;
+            }
+        }
+        fifo.close();
+        let _ = reflector_task.await;
+        resync_task.abort();
+        // Dropping the listeners closes their buffers; their tasks deliver what is
+        // buffered and end.
+        self.inner.processor.lock().listeners.clear();
+    }
+}
+
+/// Periodically asks which handlers are due for a resync and, if any, queues `Sync`
+/// deltas: client-go's reflector `resyncChan` + `processor.shouldResync`.
+async fn resync_loop<K: Resource + Send + Sync + 'static>(
+    inner: Weak<Inner<K>>,
+    fifo: Arc<DeltaFifo<K>>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let period = match inner.upgrade() {
+            Some(inner) => inner.resync_check_period(),
+            None => return,
+        };
+        // With no handler wanting resyncs, look again later (handlers may be added).
+        let wait = period.unwrap_or(Duration::from_secs(1));
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let now = Instant::now();
+        let any_due = {
+            let mut processor = inner.processor.lock();
+            let mut any = false;
+            for listener in processor.listeners.iter_mut() {
+                any |= listener.check_resync(now);
+            }
+            any
+        };
+        if any_due {
+            fifo.resync();
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! A scripted [`ListerWatcher`] for unit tests: every list and watch answer is queued
+//! up front (or pushed live through a channel), and every call is recorded. Unit
+//! tests of reflectors, informers and controllers use it instead of an API server;
+//! the e2e tests use a real one.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use cache::testing::ScriptedListerWatcher;
+//! use cache::{ListOptions, ListPage, ListerWatcher};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! let lw = ScriptedListerWatcher::<ConfigMap>::new();
+//! lw.push_list(Ok(ListPage { items: vec![], resource_version: "7".into(), continue_token: None }));
+//! let page = lw.list(&ListOptions::default()).await.unwrap();
+//! assert_eq!(page.resource_version, "7");
+//! assert_eq!(lw.list_calls().len(), 1);
+//! # }
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kube::api::WatchEvent;
+use kube::core::Status;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio_stream_shim::UnboundedReceiverStream;
+
+use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
+
+/// One scripted answer to a watch call.
+enum WatchAnswer<K> {
+    Fail(kube::Error),
+    Stream(WatchStream<K>),
+}
+
+/// A [`ListerWatcher`] that answers from a script. See the [module docs](self).
+///
+/// When the list script runs out, `list` fails with a 500; when the watch script runs
+/// out, `watch` returns a stream that never ends (a quiet, healthy watch).
+pub struct ScriptedListerWatcher<K> {
+    lists: Mutex<VecDeque<Result<ListPage<K>, kube::Error>>>,
+    watches: Mutex<VecDeque<WatchAnswer<K>>>,
+    list_calls: Mutex<Vec<ListOptions>>,
+    watch_calls: Mutex<Vec<WatchOptions>>,
+}
+
+impl<K> fmt::Debug for ScriptedListerWatcher<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedListerWatcher")
+            .field("lists_left", &self.lists.lock().len())
+            .field("watches_left", &self.watches.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Default for ScriptedListerWatcher<K> {
+    fn default() -> Self {
+        Self {
+            lists: Mutex::new(VecDeque::new()),
+            watches: Mutex::new(VecDeque::new()),
+            list_calls: Mutex::new(Vec::new()),
+            watch_calls: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<K: Send + 'static> ScriptedListerWatcher<K> {
+    /// An empty script.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues the answer to the next `list` call.
+    pub fn push_list(&self, page: Result<ListPage<K>, kube::Error>) {
+        self.lists.lock().push_back(page);
+    }
+
+    /// Queues a single-page list answer.
+    pub fn push_list_items(&self, items: Vec<K>, resource_version: &str) {
+        self.push_list(Ok(ListPage {
+            items,
+            resource_version: resource_version.to_string(),
+            continue_token: None,
+        }));
+    }
+
+    /// Queues a watch that delivers `events`, then closes (`close`) or stays open.
+    pub fn push_watch(&self, events: Vec<Result<WatchEvent<K>, kube::Error>>, close: bool) {
+        let events = futures::stream::iter(events);
+        let stream = if close {
+            events.boxed()
+        } else {
+            events.chain(futures::stream::pending()).boxed()
+        };
+        self.watches.lock().push_back(WatchAnswer::Stream(stream));
+    }
+
+    /// Queues a watch call that fails to start with `err`.
+    pub fn push_watch_error(&self, err: kube::Error) {
+        self.watches.lock().push_back(WatchAnswer::Fail(err));
+    }
+
+    /// Queues a watch fed live through the returned sender; dropping the sender closes
+    /// the watch.
+    pub fn push_watch_channel(&self) -> mpsc::UnboundedSender<Result<WatchEvent<K>, kube::Error>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.watches.lock().push_back(WatchAnswer::Stream(
+            UnboundedReceiverStream::new(rx).boxed(),
+        ));
+        tx
+    }
+
+    /// Every `list` call so far.
+    pub fn list_calls(&self) -> Vec<ListOptions> {
+        self.list_calls.lock().clone()
+    }
+
+    /// Every `watch` call so far.
+    pub fn watch_calls(&self) -> Vec<WatchOptions> {
+        self.watch_calls.lock().clone()
+    }
+}
+
+impl<K: Send + Sync + 'static> ListerWatcher<K> for ScriptedListerWatcher<K> {
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>> {
+        self.list_calls.lock().push(options.clone());
+        let answer = self
+            .lists
+            .lock()
+            .pop_front()
+            .unwrap_or_else(|| Err(api_error(500, "InternalError", "no scripted list left")));
+        futures::future::ready(answer).boxed()
+    }
+
+    fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
+        self.watch_calls.lock().push(options.clone());
+        let answer = match self.watches.lock().pop_front() {
+            Some(WatchAnswer::Fail(e)) => Err(e),
+            Some(WatchAnswer::Stream(s)) => Ok(s),
+            None => Ok(futures::stream::pending().boxed()),
+        };
+        futures::future::ready(answer).boxed()
+    }
+}
+
+/// An API error with an HTTP code and reason, as the server sends it.
+pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+    kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+}
+
+/// The `410 Gone` (`Expired`) a server answers for a compacted resourceVersion.
+pub fn gone() -> kube::Error {
+    api_error(410, "Expired", "too old resource version")
+}
+
+/// A tiny adapter from an unbounded receiver to a `Stream` (saves a dependency on
+/// tokio-stream).
+mod tokio_stream_shim {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::sync::mpsc::UnboundedReceiver;
+
+    pub(super) struct UnboundedReceiverStream<T>(UnboundedReceiver<T>);
+
+    impl<T> UnboundedReceiverStream<T> {
+        pub(super) fn new(rx: UnboundedReceiver<T>) -> Self {
+            Self(rx)
+        }
+    }
+
+    impl<T> futures::Stream for UnboundedReceiverStream<T> {
+        type Item = T;
+        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+            self.0.poll_recv(cx)
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! Reflector + informer behaviour against a scripted list/watch source, with paused
+//! time: pagination, bookmarks, 410 relists with tombstones, error backoff, resync,
+//! late handlers, slow-handler isolation, transforms.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cache::testing::{ScriptedListerWatcher, api_error, gone};
+use cache::{DeletedObject, EventHandler, ListPage, SharedIndexInformer};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ObjectMeta, WatchEvent};
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+fn cm(name: &str, rv: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn bookmark(rv: &str) -> WatchEvent<ConfigMap> {
+    serde_json::from_value(serde_json::json!({
+        "type": "BOOKMARK",
+        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": rv}}
+    }))
+    .expect("a bookmark event")
+}
+
+/// What a handler saw, as short strings: "add a 1 initial", "update a 1->2",
+/// "delete default/a tombstone".
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl Recorder {
+    fn events(&self) -> Vec<String> {
+        self.0.lock().clone()
+    }
+}
+
+fn describe(obj: &ConfigMap) -> String {
+    format!(
+        "{} {}",
+        obj.metadata.name.as_deref().unwrap_or("?"),
+        obj.metadata.resource_version.as_deref().unwrap_or("?")
+    )
+}
+
+impl EventHandler<ConfigMap> for Recorder {
+    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
+        let tag = if initial { " initial" } else { "" };
+        self.0.lock().push(format!("add {}{tag}", describe(obj)));
+    }
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        let old_rv = old.metadata.resource_version.as_deref().unwrap_or("?");
+        let name = new.metadata.name.as_deref().unwrap_or("?");
+        let new_rv = new.metadata.resource_version.as_deref().unwrap_or("?");
+        self.0
+            .lock()
+            .push(format!("update {name} {old_rv}->{new_rv}"));
+    }
+    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
+        let what = match obj {
+            DeletedObject::Object(o) => describe(o),
+            DeletedObject::Tombstone(t) => format!("{} tombstone", t.key),
+        };
+        self.0.lock().push(format!("delete {what}"));
+    }
+}
+
+/// Waits for `cond` on informer state (driven by Tokio tasks): polls in *virtual*
+/// time, which auto-advances, so backoffs and resync periods pass instantly.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..6000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// Waits for `cond` on what handlers saw. Handlers run on threads of their own, which
+/// paused Tokio time knows nothing about, so this waits in *real* time (a blocking
+/// sleep on the blocking pool, during which Tokio does not auto-advance the clock).
+async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..5000 {
+        if cond() {
+            return;
+        }
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(2)))
+            .await
+            .unwrap();
+    }
+    panic!("timed out waiting for handlers: {what}");
+}
+
+struct Running {
+    informer: SharedIndexInformer<ConfigMap>,
+    lw: Arc<ScriptedListerWatcher<ConfigMap>>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn start(
+    lw: ScriptedListerWatcher<ConfigMap>,
+    handler: Option<Recorder>,
+    resync: Duration,
+) -> Running {
+    let lw = Arc::new(lw);
+    let informer = SharedIndexInformer::new("configmaps", lw.clone(), resync);
+    if let Some(h) = handler {
+        informer.add_event_handler(h);
+    }
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, stop) = (informer.clone(), stop.clone());
+        async move { informer.run(stop).await }
+    });
+    Running {
+        informer,
+        lw,
+        stop,
+        task,
+    }
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+    }
+    fn keys(&self) -> Vec<String> {
+        let mut keys = self.informer.indexer().list_keys();
+        keys.sort();
+        keys
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn initial_list_is_paginated_from_resource_version_zero() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list(Ok(ListPage {
+        items: vec![cm("a", "1"), cm("b", "2")],
+        resource_version: "10".into(),
+        continue_token: Some("page2".into()),
+    }));
+    lw.push_list(Ok(ListPage {
+        items: vec![cm("c", "3")],
+        resource_version: "10".into(),
+        continue_token: None,
+    }));
+    let rec = Recorder::default();
+    let r = start(lw, Some(rec.clone()), Duration::ZERO);
+    eventually("synced", || r.informer.has_synced()).await;
+
+    assert_eq!(r.keys(), ["default/a", "default/b", "default/c"]);
+    let calls = r.lw.list_calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[0].resource_version, "0",
+        "first list: any version, from the watch cache"
+    );
+    assert_eq!(calls[0].limit, 500);
+    assert_eq!(calls[0].continue_token, None);
+    assert_eq!(calls[1].continue_token.as_deref(), Some("page2"));
+    eventually("watch started", || !r.lw.watch_calls().is_empty()).await;
+    let watch = &r.lw.watch_calls()[0];
+    assert_eq!(
+        watch.resource_version, "10",
+        "watch from the list's version"
+    );
+    assert!(watch.allow_bookmarks);
+    assert!((300..600).contains(&watch.timeout_seconds));
+    delivered("3 initial adds", || rec.events().len() == 3).await;
+    assert!(rec.events().iter().all(|e| e.ends_with("initial")));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn bookmarks_advance_the_resource_version_for_the_next_watch() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![], "5");
+    lw.push_watch(
+        vec![Ok(WatchEvent::Added(cm("a", "6"))), Ok(bookmark("42"))],
+        true,
+    );
+    let rec = Recorder::default();
+    let r = start(lw, Some(rec.clone()), Duration::ZERO);
+    eventually("second watch", || r.lw.watch_calls().len() >= 2).await;
+    let calls = r.lw.watch_calls();
+    assert_eq!(calls[0].resource_version, "5");
+    assert_eq!(
+        calls[1].resource_version, "42",
+        "re-watch from the bookmark, no relist"
+    );
+    assert_eq!(r.lw.list_calls().len(), 1);
+    assert_eq!(r.informer.last_sync_resource_version(), "42");
+    delivered("the add", || !rec.events().is_empty()).await;
+    assert_eq!(rec.events(), ["add a 6"]);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_relists_consistently_and_delivers_tombstones_for_the_gap() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(
+        vec![cm("keep", "1"), cm("change", "1"), cm("vanish", "1")],
+        "10",
+    );
+    lw.push_watch(vec![Err(gone())], false);
+    // During the gap: "vanish" deleted, "change" updated, "born" created.
+    lw.push_list_items(
+        vec![cm("keep", "1"), cm("change", "20"), cm("born", "21")],
+        "30",
+    );
+    let rec = Recorder::default();
+    let r = start(lw, Some(rec.clone()), Duration::ZERO);
+    eventually("relisted", || {
+        r.keys() == ["default/born", "default/change", "default/keep"]
+    })
+    .await;
+    delivered("all events", || rec.events().len() >= 6).await;
+
+    let calls = r.lw.list_calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[1].resource_version, "",
+        "after 410: the most recent version"
+    );
+    let events = rec.events();
+    assert!(
+        events.contains(&"delete default/vanish tombstone".to_string()),
+        "{events:?}"
+    );
+    assert!(
+        events.contains(&"update change 1->20".to_string()),
+        "{events:?}"
+    );
+    assert!(events.contains(&"add born 21".to_string()), "{events:?}");
+    assert!(
+        !events.iter().any(|e| e.starts_with("update keep")),
+        "an unchanged object is a sync, not an update: {events:?}"
+    );
+    eventually("watch from the new list", || {
+        r.lw.watch_calls()
+            .last()
+            .is_some_and(|w| w.resource_version == "30")
+    })
+    .await;
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_errors_back_off_and_resume_from_the_same_version() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1")], "7");
+    lw.push_watch_error(api_error(500, "InternalError", "etcd is sad"));
+    lw.push_watch(
+        vec![Err(api_error(503, "ServiceUnavailable", "restarting"))],
+        false,
+    );
+    let started = tokio::time::Instant::now();
+    let r = start(lw, None, Duration::ZERO);
+    eventually("third watch", || r.lw.watch_calls().len() >= 3).await;
+    let calls = r.lw.watch_calls();
+    assert!(
+        calls.iter().all(|c| c.resource_version == "7"),
+        "no relist for a non-410 error"
+    );
+    assert_eq!(r.lw.list_calls().len(), 1);
+    // Two backoffs: >= 800 ms, then >= 1.6 s (jitter only lengthens them).
+    assert!(
+        started.elapsed() >= Duration::from_millis(2400),
+        "{:?}",
+        started.elapsed()
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_lists_back_off_instead_of_spinning() {
+    let lw = ScriptedListerWatcher::new(); // every list fails with a 500
+    let r = start(lw, None, Duration::ZERO);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let lists = r.lw.list_calls().len();
+    // 0.8 + 1.6 + 3.2 + 6.4 + 12.8 + 25.6 s ... at most ~7 attempts in a minute.
+    assert!((2..=8).contains(&lists), "{lists} list calls in 60 s");
+    assert!(!r.informer.has_synced());
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn very_short_empty_watches_do_not_spin() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![], "1");
+    for _ in 0..100 {
+        lw.push_watch(vec![], true); // closes at once, nothing delivered
+    }
+    let r = start(lw, None, Duration::ZERO);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let watches = r.lw.watch_calls().len();
+    assert!(watches <= 8, "{watches} watches in 30 s");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_events_update_the_cache_before_handlers_run() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1")], "1");
+    let tx = lw.push_watch_channel();
+    let rec = Recorder::default();
+    let r = start(lw, Some(rec.clone()), Duration::ZERO);
+    eventually("synced", || r.informer.has_synced()).await;
+    tx.send(Ok(WatchEvent::Modified(cm("a", "2")))).unwrap();
+    tx.send(Ok(WatchEvent::Added(cm("b", "3")))).unwrap();
+    tx.send(Ok(WatchEvent::Deleted(cm("a", "4")))).unwrap();
+    delivered("4 events", || rec.events().len() == 4).await;
+    // Order is guaranteed per object (keys may interleave: "a" can still be queued
+    // with both its deltas when "b" arrives).
+    let events = rec.events();
+    let of = |name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.split(' ').nth(1) == Some(name))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(of("a"), ["add a 1 initial", "update a 1->2", "delete a 4"]);
+    assert_eq!(of("b"), ["add b 3"]);
+    assert_eq!(r.keys(), ["default/b"]);
+    assert_eq!(r.informer.last_sync_resource_version(), "4");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_redelivers_only_to_handlers_that_asked() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "1");
+    let r = start(lw, None, Duration::ZERO);
+    let resyncing = Recorder::default();
+    let quiet = Recorder::default();
+    r.informer
+        .add_event_handler_with_resync_period(resyncing.clone(), Duration::from_secs(10));
+    r.informer.add_event_handler(quiet.clone());
+    eventually("synced", || r.informer.has_synced()).await;
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    let count_syncs = |rec: &Recorder| {
+        rec.events()
+            .iter()
+            .filter(|e| e.starts_with("update "))
+            .count()
+    };
+    delivered("4 syncs", || count_syncs(&resyncing) >= 4).await;
+    delivered("2 initial adds", || quiet.events().len() >= 2).await;
+    // Give a 5th (wrong) sync the chance to show up before asserting exact counts.
+    tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    let syncs = resyncing
+        .events()
+        .iter()
+        .filter(|e| e.starts_with("update "))
+        .count();
+    assert_eq!(
+        syncs,
+        4,
+        "two objects, two resync rounds: {:?}",
+        resyncing.events()
+    );
+    assert_eq!(
+        quiet.events().len(),
+        2,
+        "only the initial adds: {:?}",
+        quiet.events()
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn late_handler_gets_synthetic_adds_then_live_events() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "1");
+    let tx = lw.push_watch_channel();
+    let r = start(lw, None, Duration::ZERO);
+    eventually("synced", || r.informer.has_synced()).await;
+
+    let late = Recorder::default();
+    let registration = r.informer.add_event_handler(late.clone());
+    tx.send(Ok(WatchEvent::Added(cm("c", "2")))).unwrap();
+    delivered("3 events", || late.events().len() == 3).await;
+    let mut events = late.events();
+    assert_eq!(events.pop().unwrap(), "add c 2");
+    events.sort();
+    assert_eq!(events, ["add a 1 initial", "add b 1 initial"]);
+    delivered("registration synced", || registration.has_synced()).await;
+
+    r.informer.remove_event_handler(&registration);
+    tx.send(Ok(WatchEvent::Added(cm("d", "3")))).unwrap();
+    eventually("d cached", || r.keys().len() == 4).await;
+    tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(100)))
+        .await
+        .unwrap();
+    assert_eq!(late.events().len(), 3, "no events after removal");
+    r.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_handler_blocks_neither_other_handlers_nor_the_reflector() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![], "1");
+    let tx = lw.push_watch_channel();
+    let r = start(lw, None, Duration::ZERO);
+
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow_seen = Arc::new(Mutex::new(0usize));
+    r.informer
+        .add_event_handler(cache::EventHandlerFuncs::new().on_add({
+            let (released, slow_seen) = (released.clone(), slow_seen.clone());
+            move |_: &Arc<ConfigMap>, _| {
+                // Stuck (blocking its thread) until the test releases it.
+                while !released.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                *slow_seen.lock() += 1;
+            }
+        }));
+    let fast = Recorder::default();
+    r.informer.add_event_handler(fast.clone());
+    for i in 0..100 {
+        tx.send(Ok(WatchEvent::Added(cm(
+            &format!("cm-{i}"),
+            &format!("{}", i + 2),
+        ))))
+        .unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while fast.events().len() < 100 || r.informer.indexer().len() < 100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the fast handler and the cache keep up while the slow handler is stuck");
+    assert_eq!(*slow_seen.lock(), 0);
+    released.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while *slow_seen.lock() < 100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the slow handler catches up, losing nothing");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn transform_runs_before_objects_are_cached_and_delivered() {
+    let lw = ScriptedListerWatcher::new();
+    let mut fat = cm("a", "1");
+    fat.data = Some([("blob".to_string(), "x".repeat(4096))].into());
+    lw.push_list_items(vec![fat], "1");
+    let lw = Arc::new(lw);
+    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+    informer
+        .set_transform(Arc::new(|mut cm: ConfigMap| {
+            cm.data = None;
+            cm
+        }))
+        .unwrap();
+    let saw_data = Arc::new(Mutex::new(None));
+    informer.add_event_handler(cache::EventHandlerFuncs::new().on_add({
+        let saw_data = saw_data.clone();
+        move |cm: &Arc<ConfigMap>, _| *saw_data.lock() = Some(cm.data.is_some())
+    }));
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, stop) = (informer.clone(), stop.clone());
+        async move { informer.run(stop).await }
+    });
+    delivered("delivered", || saw_data.lock().is_some()).await;
+    assert_eq!(*saw_data.lock(), Some(false));
+    assert!(
+        informer
+            .indexer()
+            .get_by_key("default/a")
+            .unwrap()
+            .data
+            .is_none()
+    );
+    assert!(
+        informer.set_transform(Arc::new(|cm| cm)).is_err(),
+        "too late once started"
+    );
+    stop.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_handler_is_contained() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "1");
+    let r = start(lw, None, Duration::ZERO);
+    let calls = Arc::new(Mutex::new(0));
+    r.informer
+        .add_event_handler(cache::EventHandlerFuncs::new().on_add({
+            let calls = calls.clone();
+            move |_: &Arc<ConfigMap>, _| {
+                *calls.lock() += 1;
+                panic!("handler bug");
+            }
+        }));
+    delivered("both delivered despite the panic", || *calls.lock() == 2).await;
+    assert_eq!(r.keys().len(), 2);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_stops_the_informer() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1")], "1");
+    let r = start(lw, None, Duration::ZERO);
+    eventually("synced", || r.informer.has_synced()).await;
+    let stop = r.stop.clone();
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(5), r.task)
+        .await
+        .expect("run returns after cancel")
+        .unwrap();
+    assert!(!r.informer.wait_for_cache_sync(&stop).await || r.informer.has_synced());
+}
