@@ -14,6 +14,82 @@
 //! | `ResourceEventHandler(Funcs)`                | [`EventHandler`], [`EventHandlerFuncs`] |
 //! | `SharedIndexInformer`                        | [`SharedIndexInformer`]       |
 //! | `SharedInformerFactory`                      | [`SharedInformerFactory`]     |
+//!
+//! # A complete informer
+//!
+//! List and watch ConfigMaps, keep them in a cache, tell a handler about every change,
+//! and read the cache through a lister. Against a cluster the source is
+//! `ApiListerWatcher::new(Api::all(client))`; here a scripted source plays the API
+//! server, so the example runs as it is.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use std::time::Duration;
+//!
+//! use cache::testing::ScriptedListerWatcher;
+//! use cache::{EventHandlerFuncs, SharedIndexInformer, meta_namespace_key};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{ObjectMeta, WatchEvent};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! fn config_map(name: &str, rv: &str) -> ConfigMap {
+//!     ConfigMap {
+//!         metadata: ObjectMeta {
+//!             namespace: Some("default".into()),
+//!             name: Some(name.into()),
+//!             resource_version: Some(rv.into()),
+//!             ..Default::default()
+//!         },
+//!         ..Default::default()
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // The "API server": a list of two objects at resourceVersion 10, then a watch.
+//! let source = ScriptedListerWatcher::new();
+//! source.push_list_items(vec![config_map("a", "1"), config_map("b", "2")], "10");
+//! let watch = source.push_watch_channel();
+//!
+//! let informer = SharedIndexInformer::new("configmaps", Arc::new(source), Duration::ZERO);
+//! // What a controller's handlers do: turn every event into a key (for a workqueue).
+//! let keys = Arc::new(Mutex::new(Vec::new()));
+//! let registration = informer.add_event_handler(
+//!     EventHandlerFuncs::new()
+//!         .on_add({
+//!             let keys = keys.clone();
+//!             move |cm: &Arc<ConfigMap>, _| keys.lock().unwrap().push(meta_namespace_key(cm.as_ref()).unwrap())
+//!         })
+//!         .on_update({
+//!             let keys = keys.clone();
+//!             move |_, cm: &Arc<ConfigMap>| keys.lock().unwrap().push(meta_namespace_key(cm.as_ref()).unwrap())
+//!         }),
+//! );
+//!
+//! let stop = CancellationToken::new();
+//! let run = tokio::spawn({
+//!     let (informer, stop) = (informer.clone(), stop.clone());
+//!     async move { informer.run(stop).await }
+//! });
+//! assert!(informer.wait_for_cache_sync(&stop).await);
+//!
+//! // A change arrives through the watch.
+//! watch.send(Ok(WatchEvent::Modified(config_map("a", "11")))).unwrap();
+//! while keys.lock().unwrap().len() < 3 {
+//!     tokio::time::sleep(Duration::from_millis(5)).await;
+//! }
+//! assert!(registration.has_synced());
+//!
+//! // Workers read the latest state from the lister, never from the event.
+//! let lister = informer.lister();
+//! assert_eq!(lister.get("default", "a").unwrap().metadata.resource_version.as_deref(), Some("11"));
+//! assert!(lister.get("default", "gone").unwrap_err().is_not_found());
+//! assert_eq!(lister.namespaced("default").list(&cache::Selector::everything()).len(), 2);
+//!
+//! stop.cancel();
+//! run.await.unwrap();
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
