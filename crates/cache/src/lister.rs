@@ -28,7 +28,38 @@ fn resource_name<K: Resource<DynamicType = ()>>() -> String {
     }
 }
 
-/// Reads one kind of object from an informer's cache.
+/// Reads one kind of object from an informer's cache: client-go's generated
+/// `<Kind>Lister` (and `GenericLister`). A cheap-to-clone handle over the informer's
+/// [`Indexer`]; objects come back as the cache's own `Arc<K>`, never copied.
+///
+/// ```
+/// use std::sync::Arc;
+/// use cache::{Indexer, Lister, Selector, meta_namespace_key};
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use kube::api::ObjectMeta;
+///
+/// let indexer = Indexer::with_namespace_index();
+/// let deploy = Deployment {
+///     metadata: ObjectMeta {
+///         namespace: Some("default".into()),
+///         name: Some("web".into()),
+///         labels: Some([("app".to_string(), "web".to_string())].into()),
+///         ..Default::default()
+///     },
+///     ..Default::default()
+/// };
+/// indexer.add(meta_namespace_key(&deploy).unwrap(), Arc::new(deploy));
+///
+/// let lister = Lister::<Deployment>::new(indexer);
+/// assert!(lister.get("default", "web").is_ok());
+/// let err = lister.get("default", "gone").unwrap_err();
+/// assert!(err.is_not_found());
+/// assert_eq!(err.to_string(), r#"deployments.apps "gone" not found"#);
+///
+/// let app_web: Selector = "app=web".parse().unwrap();
+/// assert_eq!(lister.namespaced("default").list(&app_web).len(), 1);
+/// assert!(lister.namespaced("other").list(&app_web).is_empty());
+/// ```
 pub struct Lister<K> {
     indexer: Indexer<K>,
     resource: String,
@@ -76,22 +107,25 @@ impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> Lister<K> {
             })
     }
 
-    /// The object under a `namespace/name` key (as taken from a workqueue).
+    /// The object under a `namespace/name` (or `name`) key, as taken from a
+    /// workqueue. [`Error::InvalidKey`] for a malformed key, [`Error::NotFound`] for
+    /// a miss.
     pub fn get_by_key(&self, key: &str) -> Result<Arc<K>> {
         let (namespace, name) = split_meta_namespace_key(key)?;
         self.get(namespace, name)
     }
 
-    /// Every object whose labels match `selector`.
+    /// Every object whose labels match `selector` (all of them for
+    /// [`Selector::everything`]), in no particular order.
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
-        self.indexer
-            .list()
-            .into_iter()
-            .filter(|obj| selector.matches_object(obj.as_ref()))
-            .collect()
+        let mut all = self.indexer.list();
+        if !selector.is_empty() {
+            all.retain(|obj| selector.matches_object(obj.as_ref()));
+        }
+        all
     }
 
-    /// A lister for one namespace.
+    /// A lister for one namespace: client-go's `Lister.<Kinds>(namespace)`.
     pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
         NamespaceLister {
             lister: self.clone(),
@@ -106,9 +140,19 @@ impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> Lister<K> {
 }
 
 /// Reads one namespace of one kind of object: client-go's `<Kind>NamespaceLister`.
+/// Made by [`Lister::namespaced`].
 pub struct NamespaceLister<K> {
     lister: Lister<K>,
     namespace: String,
+}
+
+impl<K> Clone for NamespaceLister<K> {
+    fn clone(&self) -> Self {
+        Self {
+            lister: self.lister.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
 }
 
 impl<K> fmt::Debug for NamespaceLister<K> {
@@ -127,7 +171,9 @@ impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> NamespaceLister<K> {
     }
 
     /// Every object in this namespace whose labels match `selector`. Uses the
-    /// namespace index when the cache has one, and filters otherwise.
+    /// namespace index ([`NAMESPACE_INDEX`]) when the cache has one, so the cost is
+    /// the size of the namespace, not of the cache; without it, scans and filters
+    /// (client-go's `ListAllByNamespace` does the same).
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
         let candidates = match self
             .lister
