@@ -47,6 +47,12 @@ use parking_lot::RwLock;
 use crate::error::{Error, Result};
 
 /// Computes the values an object is indexed under: client-go's `IndexFunc`.
+///
+/// It must be a pure function of the object: the indexer calls it again on the
+/// stored object to find the entries to remove when the object is updated or
+/// deleted, so a function whose answer changes for the same object would leave stale
+/// entries behind. It runs under the indexer's write lock, so keep it cheap (and it
+/// must not touch the same indexer). Repeated values are indexed once.
 pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
 /// Index functions by index name: client-go's `Indexers`.
