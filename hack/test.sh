@@ -34,5 +34,8 @@ cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+log "cargo doc (every public item documented, no broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 log "cargo test (unit, integration, doc tests)"
 cargo test --workspace --locked

@@ -93,17 +93,17 @@
 
 #![warn(missing_docs)]
 
-mod delta_fifo;
-mod error;
-mod factory;
-mod keys;
-mod lister;
-mod lister_watcher;
-mod processor_listener;
-mod reflector;
-mod selector;
-mod shared_informer;
-mod store;
+pub mod delta_fifo;
+pub mod error;
+pub mod factory;
+pub mod keys;
+pub mod lister;
+pub mod lister_watcher;
+pub mod processor_listener;
+pub mod reflector;
+pub mod selector;
+pub mod shared_informer;
+pub mod store;
 pub mod testing;
 
 pub use delta_fifo::{

@@ -87,13 +87,13 @@
 
 #![warn(missing_docs)]
 
-mod bucket_rate_limiter;
-mod coalescing_rate_limiter;
-mod delaying_queue;
-mod metrics;
-mod queue;
-mod rate_limiter;
-mod rate_limiting_queue;
+pub mod bucket_rate_limiter;
+pub mod coalescing_rate_limiter;
+pub mod delaying_queue;
+pub mod metrics;
+pub mod queue;
+pub mod rate_limiter;
+pub mod rate_limiting_queue;
 
 pub use bucket_rate_limiter::BucketRateLimiter;
 pub use coalescing_rate_limiter::CoalescingRateLimiter;

@@ -7,7 +7,7 @@
 //! Go controllers do and existing dashboards keep working.
 //!
 //! Metrics cost nothing unless they are on: a queue reports only when it has a name
-//! and a provider (its own in [`QueueConfig`](crate::QueueConfig), or the process-wide
+//! and a provider (its own in [`QueueConfig`], or the process-wide
 //! one from [`set_global_metrics_provider`]), as in client-go. When they are off the
 //! queue keeps no per-item timestamps at all.
 
