@@ -9,6 +9,8 @@
 #                                               start; prints KUBECONFIG and an export line
 #   hack/control-plane.sh status [DIR]          process and /readyz status
 #   hack/control-plane.sh down [DIR]            stop every process, remove the state dir
+#   hack/control-plane.sh restart-apiserver [DIR]
+#                                               restart kube-apiserver only (same ports, data)
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
 #
 # Binaries: KUBEBUILDER_ASSETS (controller-runtime's envtest convention) wins for
@@ -224,6 +226,32 @@ start() {
   COMPONENT_PIDS+=("$!")
 }
 
+# start_apiserver: start kube-apiserver from the command line saved in the state dir.
+start_apiserver() {
+  local args=()
+  mapfile -t args <"$STATE/kube-apiserver.args"
+  start kube-apiserver "${args[@]}"
+}
+
+# restart_apiserver: stop kube-apiserver, start it again with the same command line,
+# wait for /readyz, then bump $STATE/apiserver-generation (what `restart-apiserver`
+# waits for). etcd and every other component keep running.
+restart_apiserver() {
+  local pid i
+  pid=$(cat "$STATE/pids/kube-apiserver.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local kept=()
+  for i in "${COMPONENT_PIDS[@]}"; do [ "$i" = "$pid" ] || kept+=("$i"); done
+  COMPONENT_PIDS=("${kept[@]}")
+  start_apiserver
+  wait_until 60 "kube-apiserver /readyz after restart" kubectl_admin get --raw=/readyz --request-timeout=2s
+  echo $(($(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0) + 1)) >"$STATE/apiserver-generation"
+  log "kube-apiserver restarted (pid $(cat "$STATE/pids/kube-apiserver.pid"))"
+}
+
 # healthz PORT: the component's /healthz is ok (or, without curl, its port is open).
 healthz() {
   if command -v curl >/dev/null 2>&1; then
@@ -331,13 +359,16 @@ cmd_up() {
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn
-  start kube-apiserver "$(bin_path kube-apiserver)" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  # The apiserver's command line is kept in the state dir so `restart-apiserver`
+  # can start the same server again (same ports, certificates and etcd).
+  printf '%s\n' "$(bin_path kube-apiserver)" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
-    --profiling=false --v=1
+    --profiling=false --v=1 >"$STATE/kube-apiserver.args"
+  start_apiserver
   wait_until 60 "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
   local t_readyz
   t_readyz=$(elapsed "$t0")
@@ -390,7 +421,19 @@ EOF
   echo "export KUBECONFIG=$STATE/kubeconfig PATH=$(dirname "$(bin_path kubectl)"):\$PATH"
   if [ "$FOREGROUND" = 1 ]; then
     # Wait for any component to die (or a signal): then tear everything down.
-    wait -n "${COMPONENT_PIDS[@]}" || true
+    # SIGUSR1 (sent by `restart-apiserver`) restarts kube-apiserver instead.
+    echo $$ >"$STATE/foreground.pid"
+    RESTART_REQUESTED=0
+    trap 'RESTART_REQUESTED=1' USR1
+    while true; do
+      wait -n "${COMPONENT_PIDS[@]}" || true
+      if [ "$RESTART_REQUESTED" = 1 ]; then
+        RESTART_REQUESTED=0
+        restart_apiserver
+        continue
+      fi
+      break
+    done
     check_alive || true
     exit 1
   fi
@@ -423,6 +466,29 @@ cmd_status() {
   return $rc
 }
 
+# restart-apiserver [DIR]: stop and start kube-apiserver (same ports, certificates,
+# etcd data); returns once it is ready again. Informers see their watches break,
+# connections refused, then a fresh server with an empty watch cache.
+cmd_restart_apiserver() {
+  STATE=$(state_arg "${1:-}")
+  local before fg i
+  before=$(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0)
+  fg=$(cat "$STATE/foreground.pid" 2>/dev/null || true)
+  if [ -n "$fg" ] && alive "$fg"; then
+    # A foreground `up` owns the processes: ask it to do the restart.
+    kill -USR1 "$fg"
+    for i in $(seq 1 600); do
+      [ "$(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0)" -gt "$before" ] && return 0
+      alive "$fg" || die "the control plane exited during the restart"
+      sleep 0.1
+    done
+    die "kube-apiserver did not come back within 60 s"
+  fi
+  FOREGROUND=0
+  COMPONENT_PIDS=("$(cat "$STATE/pids/kube-apiserver.pid")")
+  restart_apiserver
+}
+
 cmd_down() {
   local dir
   dir=$(state_arg "${1:-}")
@@ -435,7 +501,8 @@ case ${1:-} in
 build) cmd_build && echo "$BIN_DIR" ;;
 up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
+restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
 status) shift; cmd_status "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
-*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -421,3 +421,60 @@ async fn an_api_server_outage_mid_run_is_survived_and_the_cache_converges() -> a
     task.await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_api_server_restart_mid_run_is_survived_and_the_cache_converges()
+-> anyhow::Result<()> {
+    // A private control plane: restarting the shared one would disturb other tests.
+    let plane = Arc::new(tokio::task::spawn_blocking(testenv::ControlPlane::start).await??);
+    let client = plane.client().await?;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for i in 0..100 {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("cm-{i:03}"), "0"),
+        )
+        .await?;
+    }
+    let informer = SharedIndexInformer::new(
+        "configmaps",
+        Arc::new(ApiListerWatcher::new(api.clone())),
+        Duration::ZERO,
+    );
+    let (stop, task) = spawn_informer(&informer);
+    assert!(informer.wait_for_cache_sync(&stop).await);
+    converges(&api, &informer, "default").await?;
+    let rv_before = informer.last_sync_resource_version();
+
+    // Stop and start kube-apiserver (etcd keeps the data). The informer's watch
+    // breaks, reconnects are refused, and the new server starts with an empty watch
+    // cache. Change the world the moment it is back, while the informer is likely
+    // still backing off.
+    tokio::task::spawn_blocking({
+        let plane = plane.clone();
+        move || plane.restart_apiserver()
+    })
+    .await??;
+    for i in (0..100).step_by(4) {
+        api.delete(&format!("cm-{i:03}"), &DeleteParams::default())
+            .await?;
+    }
+    for i in (1..100).step_by(4) {
+        let name = format!("cm-{i:03}");
+        let mut cm = api.get(&name).await?;
+        cm.data = Some([("v".to_string(), "changed".to_string())].into());
+        api.replace(&name, &PostParams::default(), &cm).await?;
+    }
+    api.create(&PostParams::default(), &config_map("after-restart", "0"))
+        .await?;
+
+    let state = converges(&api, &informer, "default")
+        .await
+        .context("after the restart")?;
+    assert!(state.contains_key("after-restart"));
+    assert_eq!(state.keys().filter(|n| n.starts_with("cm-")).count(), 75);
+    assert_ne!(informer.last_sync_resource_version(), rv_before);
+    stop.cancel();
+    task.await?;
+    Ok(())
+}

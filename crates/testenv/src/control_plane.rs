@@ -265,6 +265,44 @@ impl ControlPlane {
         cmd
     }
 
+    /// Restarts kube-apiserver only (same ports, certificates and etcd data) and
+    /// returns once it serves `/readyz` again (blocking; from async code call it in
+    /// `spawn_blocking`). Clients see their watches break and connections refused
+    /// meanwhile, then a server with an empty watch cache: what an apiserver upgrade
+    /// or crash looks like to a controller. Runs `hack/control-plane.sh
+    /// restart-apiserver`.
+    ///
+    /// Restarting affects every test sharing this control plane, so tests that do it
+    /// should use a private one ([`ControlPlane::start`]). Not available for an
+    /// existing cluster ([`ControlPlane::existing`]).
+    pub fn restart_apiserver(&self) -> Result<()> {
+        if self.process.is_none() {
+            return Err(Error::InvalidRequest(
+                "restart_apiserver needs a control plane started by testenv".into(),
+            ));
+        }
+        let dir = self
+            .kubeconfig
+            .parent()
+            .ok_or_else(|| Error::InvalidRequest("kubeconfig has no state dir".into()))?;
+        let script = script_path();
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("restart-apiserver")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::io(format!("running {} restart-apiserver", script.display()), e))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(Error::InvalidRequest(format!(
+            "restart-apiserver failed ({}): {}",
+            out.status,
+            last_lines(&String::from_utf8_lossy(&out.stderr), 20)
+        )))
+    }
+
     /// Stop every process now and remove the state directory (same as drop).
     pub fn stop(mut self) {
         self.shutdown();
