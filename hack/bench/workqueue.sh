@@ -13,7 +13,7 @@
 # With ROUNDS > 1 the whole Rust-then-Go pass is repeated; the summary shows the
 # median over the rounds of each round's median, and each round's ratio.
 # Logs, per-round results and the summary are kept in $OUT
-# (default: target/bench/workqueue).
+# (default: target/bench/workqueue/<UTC timestamp>, one directory per run).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +22,7 @@ ROUNDS="${ROUNDS:-1}"
 GO_COUNT="${GO_COUNT:-10}"
 GO_BENCHTIME="${GO_BENCHTIME:-1s}"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-OUT="${OUT:-$TARGET_DIR/bench/workqueue}"
+OUT="${OUT:-$TARGET_DIR/bench/workqueue/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$OUT"
 
 say() { printf '\n=== %s\n' "$*"; }

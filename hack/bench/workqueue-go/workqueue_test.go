@@ -121,13 +121,15 @@ func BenchmarkTwoProducersTwoWorkers(b *testing.B) {
 		workers.Add(1)
 		go func(w int) {
 			defer workers.Done()
+			n := 0 // a local counter: no false sharing between the workers
 			for {
 				item, shutdown := q.Get()
 				if shutdown {
+					processed[w] = n
 					return
 				}
 				q.Done(item)
-				processed[w]++
+				n++
 			}
 		}(w)
 	}
