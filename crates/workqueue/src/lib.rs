@@ -94,6 +94,7 @@ pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;
 pub mod rate_limiting_queue;
+pub mod work_item;
 
 pub use bucket_rate_limiter::BucketRateLimiter;
 pub use coalescing_rate_limiter::CoalescingRateLimiter;
@@ -102,9 +103,10 @@ pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, names,
     set_global_metrics_provider,
 };
-pub use queue::{Item, ItemState, Queue, QueueConfig, WorkItem};
+pub use queue::{Item, ItemState, Queue, QueueConfig};
 pub use rate_limiter::{
     ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
     WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
 pub use rate_limiting_queue::RateLimitingQueue;
+pub use work_item::WorkItem;

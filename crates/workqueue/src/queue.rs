@@ -30,7 +30,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
-use std::ops::Deref;
 use std::pin::pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -40,6 +39,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::metrics::{self, MetricsProvider, QueueMetrics};
+use crate::work_item::WorkItem;
 
 /// What a queue can hold: anything cheap to clone, comparable and hashable.
 ///
@@ -507,64 +507,6 @@ async fn update_unfinished_work_loop<T: Item>(queue: Weak<Shared<T>>, stopped: A
         tokio::select! {
             _ = ticker.tick() => {}
             _ = stop => {}
-        }
-    }
-}
-
-/// An item handed out by [`Queue::get`], held until processing ends.
-///
-/// Dereferences to the item. Dropping it calls [`Queue::done`], so the item can never
-/// be left in the processing set by a forgotten `done`, an early `return` or a panic.
-/// Call [`done`](Self::done) to make the end of processing explicit, as client-go
-/// code does with `defer queue.Done(key)`.
-#[must_use = "dropping a WorkItem at once marks it done without processing it"]
-pub struct WorkItem<T: Item> {
-    item: Option<T>,
-    queue: Queue<T>,
-}
-
-impl<T: Item> WorkItem<T> {
-    fn new(item: T, queue: Queue<T>) -> Self {
-        Self {
-            item: Some(item),
-            queue,
-        }
-    }
-
-    /// The item.
-    pub fn item(&self) -> &T {
-        self.item.as_ref().expect("item is present until drop")
-    }
-
-    /// Marks the item done now (the same as dropping the guard, but says so).
-    pub fn done(self) {
-        drop(self);
-    }
-
-    /// Takes the item out of the guard **without** marking it done: the caller must
-    /// call [`Queue::done`] for it, exactly like client-go code.
-    pub fn into_inner(mut self) -> T {
-        self.item.take().expect("item is present until drop")
-    }
-}
-
-impl<T: Item> Deref for WorkItem<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.item()
-    }
-}
-
-impl<T: Item + fmt::Debug> fmt::Debug for WorkItem<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("WorkItem").field(&self.item).finish()
-    }
-}
-
-impl<T: Item> Drop for WorkItem<T> {
-    fn drop(&mut self) {
-        if let Some(item) = self.item.take() {
-            self.queue.done(&item);
         }
     }
 }
