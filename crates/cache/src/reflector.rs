@@ -277,7 +277,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    /// Lists every page at `rv` and replaces the FIFO's contents.
+    /// Lists every page at `rv` and replaces the FIFO's contents. Each page is
+    /// transformed as it arrives (see [`DeltaFifo::replace_prepared`]).
     async fn list(&self, rv: &str) -> Result<(), kube::Error> {
         let mut items = Vec::new();
         let mut options = ListOptions {
@@ -287,14 +288,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         };
         let list_rv = loop {
             let page = self.lister_watcher.list(&options).await?;
-            items.extend(page.items);
+            items.extend(page.items.into_iter().map(|obj| self.store.prepare(obj)));
             match page.continue_token {
                 Some(token) => options.continue_token = Some(token),
                 None => break page.resource_version,
             }
         };
         let count = items.len();
-        if let Err(e) = self.store.replace(items) {
+        if let Err(e) = self.store.replace_prepared(items) {
             tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
         }
         self.set_resource_version(&list_rv);

@@ -229,3 +229,31 @@ async fn close_ends_pop_after_the_queue_drains() {
     assert!(fifo.pop(|_, _| ()).await.is_some());
     assert!(fifo.pop(|_, _| ()).await.is_none());
 }
+
+#[tokio::test]
+async fn replace_prepared_transforms_exactly_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let known: Arc<dyn KeyListerGetter<ConfigMap>> = Arc::new(Indexer::<ConfigMap>::new());
+    let fifo = DeltaFifo::new(
+        Some(known),
+        Some(Arc::new({
+            let calls = calls.clone();
+            move |cm: ConfigMap| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                cm
+            }
+        })),
+    );
+    // What the reflector does: prepare each page as it arrives, replace once.
+    let page: Vec<_> = [cm("a", "1"), cm("b", "1")]
+        .into_iter()
+        .map(|o| fifo.prepare(o))
+        .collect();
+    fifo.replace_prepared(page).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(fifo.list_keys().len(), 2);
+    // The plain replace transforms by itself.
+    fifo.replace(vec![cm("c", "1")]).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
