@@ -143,7 +143,7 @@ impl Running {
 }
 
 #[tokio::test(start_paused = true)]
-async fn initial_list_is_paginated_from_resource_version_zero() {
+async fn initial_list_is_paginated_and_most_recent() {
     let lw = ScriptedListerWatcher::new();
     lw.push_list(Ok(ListPage {
         items: vec![cm("a", "1"), cm("b", "2")],
@@ -163,8 +163,8 @@ async fn initial_list_is_paginated_from_resource_version_zero() {
     let calls = r.lw.list_calls();
     assert_eq!(calls.len(), 2);
     assert_eq!(
-        calls[0].resource_version, "0",
-        "first list: any version, from the watch cache"
+        calls[0].resource_version, "",
+        "first list: the most recent state (consistent, paged)"
     );
     assert_eq!(calls[0].limit, 500);
     assert_eq!(calls[0].continue_token, None);
