@@ -188,10 +188,12 @@ impl<K: Send + Sync + 'static> KeyListerGetter<K> for crate::store::Indexer<K> {
 pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
 struct State<K> {
-    /// Deltas per key, oldest first. A key is here iff it is in `queue`.
-    items: HashMap<String, Vec<Delta<K>>>,
+    /// Deltas per key, oldest first. A key is here iff it is in `queue`. Keys are
+    /// `Arc<str>` shared with `queue` (and with the key set of a `replace`), so a
+    /// 50k-object initial list holds each key once, not three or four times.
+    items: HashMap<Arc<str>, Vec<Delta<K>>>,
     /// Keys in FIFO order, each once.
-    queue: VecDeque<String>,
+    queue: VecDeque<Arc<str>>,
     /// Whether a first `replace` (or any add/update/delete) happened.
     populated: bool,
     /// Keys from the first `replace` not yet popped.
@@ -259,7 +261,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
         st.populated = true;
-        self.queue_action(&mut st, key, Delta::Added(obj));
+        self.queue_action(&mut st, key.into(), Delta::Added(obj));
         Ok(())
     }
 
@@ -269,7 +271,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
         st.populated = true;
-        self.queue_action(&mut st, key, Delta::Updated(obj));
+        self.queue_action(&mut st, key.into(), Delta::Updated(obj));
         Ok(())
     }
 
@@ -284,10 +286,14 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             Some(known) => known.get_by_key(&key).is_some(),
             None => false,
         };
-        if !known && !st.items.contains_key(&key) {
+        if !known && !st.items.contains_key(key.as_str()) {
             return Ok(());
         }
-        self.queue_action(&mut st, key, Delta::Deleted(DeletedObject::Object(obj)));
+        self.queue_action(
+            &mut st,
+            key.into(),
+            Delta::Deleted(DeletedObject::Object(obj)),
+        );
         Ok(())
     }
 
@@ -312,24 +318,23 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// whole list at full size (measured: 50k ConfigMaps, 425 MiB vs 229 MiB peak RSS;
     /// docs/benchmarks.md).
     pub fn replace_prepared(&self, list: Vec<Arc<K>>) -> Result<()> {
-        let mut prepared = Vec::with_capacity(list.len());
         let mut first_error = None;
+        let mut st = self.state.lock();
+        let mut keys: HashSet<Arc<str>> = HashSet::with_capacity(list.len());
         for obj in list {
             match meta_namespace_key(obj.as_ref()) {
-                Ok(key) => prepared.push((key, obj)),
+                Ok(key) => {
+                    let key: Arc<str> = key.into();
+                    keys.insert(key.clone());
+                    self.queue_action(&mut st, key, Delta::Replaced(obj));
+                }
                 Err(e) => first_error = first_error.or(Some(e)),
             }
-        }
-        let mut st = self.state.lock();
-        let mut keys = HashSet::with_capacity(prepared.len());
-        for (key, obj) in prepared {
-            keys.insert(key.clone());
-            self.queue_action(&mut st, key, Delta::Replaced(obj));
         }
 
         // Deletion detection against keys still queued here...
         let mut queued_deletions = 0;
-        let missing_queued: Vec<(String, Option<Arc<K>>)> = st
+        let missing_queued: Vec<(Arc<str>, Option<Arc<K>>)> = st
             .items
             .iter()
             .filter(|(key, _)| !keys.contains(*key))
@@ -338,7 +343,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         for (key, obj) in missing_queued {
             queued_deletions += 1;
             let tombstone = DeletedFinalStateUnknown {
-                key: key.clone(),
+                key: key.to_string(),
                 obj,
             };
             self.queue_action(
@@ -350,7 +355,9 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         // ...and against what the indexer knows but nothing is queued for.
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
-                if keys.contains(&key) || st.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                if keys.contains(key.as_str())
+                    || st.items.get(key.as_str()).is_some_and(|d| !d.is_empty())
+                {
                     continue;
                 }
                 queued_deletions += 1;
@@ -360,7 +367,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 };
                 self.queue_action(
                     &mut st,
-                    key,
+                    key.into(),
                     Delta::Deleted(DeletedObject::Tombstone(tombstone)),
                 );
             }
@@ -383,24 +390,27 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         };
         let mut st = self.state.lock();
         for key in known.list_keys() {
-            if st.items.get(&key).is_some_and(|d| !d.is_empty()) {
+            if st.items.get(key.as_str()).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
             if let Some(obj) = known.get_by_key(&key) {
-                self.queue_action(&mut st, key, Delta::Sync(obj));
+                self.queue_action(&mut st, key.into(), Delta::Sync(obj));
             }
         }
     }
 
     /// Appends a delta for `key`, collapsing a duplicate deletion.
-    fn queue_action(&self, st: &mut State<K>, key: String, delta: Delta<K>) {
-        let deltas = st.items.entry(key.clone()).or_default();
-        let was_empty = deltas.is_empty();
-        deltas.push(delta);
-        dedup_deltas(deltas);
-        if was_empty {
-            st.queue.push_back(key);
-            self.ready.notify_one();
+    fn queue_action(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
+        match st.items.get_mut(&key) {
+            Some(deltas) if !deltas.is_empty() => {
+                deltas.push(delta);
+                dedup_deltas(deltas);
+            }
+            _ => {
+                st.items.insert(key.clone(), vec![delta]);
+                st.queue.push_back(key);
+                self.ready.notify_one();
+            }
         }
     }
 
@@ -453,7 +463,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 
     /// Queued keys in order (for tests and debugging).
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.state
+            .lock()
+            .queue
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
     }
 }
 

@@ -81,19 +81,21 @@ pub fn owner_uid_index_func<K: Resource>(obj: &K) -> Vec<String> {
         .collect()
 }
 
+/// Keys are `Arc<str>`: the item map and every index share one allocation per key
+/// instead of copying the string into each.
 struct State<K> {
-    items: HashMap<String, Arc<K>>,
+    items: HashMap<Arc<str>, Arc<K>>,
     indexers: Indexers<K>,
     /// index name -> indexed value -> keys.
-    indices: HashMap<String, HashMap<String, HashSet<String>>>,
+    indices: HashMap<String, HashMap<String, HashSet<Arc<str>>>>,
 }
 
 impl<K> State<K> {
-    fn index_add(&mut self, key: &str, obj: &K) {
+    fn index_add(&mut self, key: &Arc<str>, obj: &K) {
         for (name, func) in &self.indexers {
             let index = self.indices.entry(name.clone()).or_default();
             for value in func(obj) {
-                index.entry(value).or_default().insert(key.to_string());
+                index.entry(value).or_default().insert(key.clone());
             }
         }
     }
@@ -191,7 +193,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
             return Err(Error::IndexerConflict(name.clone()));
         }
         for (name, func) in indexers {
-            let mut index: HashMap<String, HashSet<String>> = HashMap::new();
+            let mut index: HashMap<String, HashSet<Arc<str>>> = HashMap::new();
             for (key, obj) in &st.items {
                 for value in func(obj) {
                     index.entry(value).or_default().insert(key.clone());
@@ -206,9 +208,14 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     /// Stores `obj` under `key`, replacing what was there and updating the indexes.
     pub fn add(&self, key: String, obj: Arc<K>) {
         let mut st = self.state.write();
-        if let Some(old) = st.items.get(&key).cloned() {
-            st.index_remove(&key, &old);
-        }
+        let key: Arc<str> = match st.items.get_key_value(key.as_str()) {
+            Some((existing, old)) => {
+                let (existing, old) = (existing.clone(), old.clone());
+                st.index_remove(&existing, &old);
+                existing
+            }
+            None => key.into(),
+        };
         st.index_add(&key, &obj);
         st.items.insert(key, obj);
     }
@@ -229,9 +236,9 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     /// Replaces the whole contents and rebuilds the indexes: client-go's `Replace`.
     pub fn replace(&self, items: Vec<(String, Arc<K>)>) {
         let mut st = self.state.write();
-        st.items = items.into_iter().collect();
+        st.items = items.into_iter().map(|(k, v)| (k.into(), v)).collect();
         st.indices.clear();
-        let entries: Vec<(String, Arc<K>)> = st
+        let entries: Vec<(Arc<str>, Arc<K>)> = st
             .items
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -258,7 +265,12 @@ impl<K: Send + Sync + 'static> Indexer<K> {
 
     /// Every key.
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.read().items.keys().cloned().collect()
+        self.state
+            .read()
+            .items
+            .keys()
+            .map(|k| k.to_string())
+            .collect()
     }
 
     /// The number of objects.
@@ -301,7 +313,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
             .indices
             .get(index_name)
             .and_then(|index| index.get(indexed_value))
-            .map(|keys| keys.iter().cloned().collect())
+            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
             .unwrap_or_default())
     }
 
