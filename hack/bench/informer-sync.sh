@@ -16,9 +16,11 @@
 # (default: target/bench/informer-sync).
 #
 # Implementations (informer-sync-bench sync --impl ...), all listing with limit=500:
-#   ours                    crates/cache SharedIndexInformer, no handlers; first list at
-#                           resourceVersion=0 like client-go (the API server answers it from
-#                           its watch cache in ONE response and ignores the limit)
+#   ours                    crates/cache SharedIndexInformer, no handlers. (Before commit
+#                           9acc205 its first list was at resourceVersion=0 like client-go,
+#                           which the 1.34 API server answers from its watch cache in ONE
+#                           response, ignoring the limit; since then it lists most-recent,
+#                           paged, so ours-paged-* now behave like ours-transform.)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
 #                           most-recent list, really paged by 500
