@@ -248,10 +248,20 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Applies the transform (if any) and wraps the object for storing. The reflector
     /// calls it on every list page as the page arrives, so a large initial list is
     /// never held untransformed all at once (see [`replace_prepared`](Self::replace_prepared)).
+    ///
+    /// Without a transform it trims `metadata.managedFields` to its length: JSON
+    /// decoding grows that vector by doubling (one entry usually sits in room for
+    /// four), and every cached object would keep the slack for its lifetime.
     pub fn prepare(&self, obj: K) -> Arc<K> {
         Arc::new(match &self.transform {
             Some(transform) => transform(obj),
-            None => obj,
+            None => {
+                let mut obj = obj;
+                if let Some(fields) = obj.meta_mut().managed_fields.as_mut() {
+                    fields.shrink_to_fit();
+                }
+                obj
+            }
         })
     }
 
