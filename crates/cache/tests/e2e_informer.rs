@@ -87,6 +87,24 @@ async fn converges(
     Ok(state)
 }
 
+/// Deletes every 4th of `cm-000`..`cm-099`, updates the next of each four, and creates
+/// `created`: 51 changes an informer must catch up with after a disruption.
+async fn change_the_world(api: &Api<ConfigMap>, created: &str) -> anyhow::Result<()> {
+    for i in (0..100).step_by(4) {
+        api.delete(&format!("cm-{i:03}"), &DeleteParams::default())
+            .await?;
+    }
+    for i in (1..100).step_by(4) {
+        let name = format!("cm-{i:03}");
+        let mut cm = api.get(&name).await?;
+        cm.data = Some([("v".to_string(), "changed".to_string())].into());
+        api.replace(&name, &PostParams::default(), &cm).await?;
+    }
+    api.create(&PostParams::default(), &config_map(created, "0"))
+        .await?;
+    Ok(())
+}
+
 fn spawn_informer(
     informer: &SharedIndexInformer<ConfigMap>,
 ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
@@ -392,18 +410,7 @@ async fn an_api_server_outage_mid_run_is_survived_and_the_cache_converges() -> a
 
     // Outage: open watches break, reconnects fail. Meanwhile the world changes.
     proxy.go_down();
-    for i in (0..100).step_by(4) {
-        api.delete(&format!("cm-{i:03}"), &DeleteParams::default())
-            .await?;
-    }
-    for i in (1..100).step_by(4) {
-        let name = format!("cm-{i:03}");
-        let mut cm = api.get(&name).await?;
-        cm.data = Some([("v".to_string(), "changed".to_string())].into());
-        api.replace(&name, &PostParams::default(), &cm).await?;
-    }
-    api.create(&PostParams::default(), &config_map("during-outage", "0"))
-        .await?;
+    change_the_world(&api, "during-outage").await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_ne!(
         cache_state(&informer, &ns),
@@ -455,18 +462,7 @@ async fn a_real_api_server_restart_mid_run_is_survived_and_the_cache_converges()
         move || plane.restart_apiserver()
     })
     .await??;
-    for i in (0..100).step_by(4) {
-        api.delete(&format!("cm-{i:03}"), &DeleteParams::default())
-            .await?;
-    }
-    for i in (1..100).step_by(4) {
-        let name = format!("cm-{i:03}");
-        let mut cm = api.get(&name).await?;
-        cm.data = Some([("v".to_string(), "changed".to_string())].into());
-        api.replace(&name, &PostParams::default(), &cm).await?;
-    }
-    api.create(&PostParams::default(), &config_map("after-restart", "0"))
-        .await?;
+    change_the_world(&api, "after-restart").await?;
 
     let state = converges(&api, &informer, "default")
         .await
