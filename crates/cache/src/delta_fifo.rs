@@ -424,10 +424,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Waits for the next key and calls `process` with its deltas (oldest first) and
-    /// whether they belong to the initial list, **holding the queue's lock** (see the
+    /// Waits for the next key and calls `process` with the key, its deltas (oldest
+    /// first) and whether they belong to the initial list, **holding the queue's lock** (see the
     /// module docs). Returns `None` once the FIFO is closed and empty.
-    pub async fn pop<R>(&self, process: impl FnOnce(Vec<Delta<K>>, bool) -> R) -> Option<R> {
+    pub async fn pop<R>(
+        &self,
+        process: impl FnOnce(&Arc<str>, Vec<Delta<K>>, bool) -> R,
+    ) -> Option<R> {
         loop {
             let mut ready = pin!(self.ready.notified());
             ready.as_mut().enable();
@@ -439,7 +442,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                         st.initial_population_count -= 1;
                     }
                     let deltas = st.items.remove(&key).unwrap_or_default();
-                    return Some(process(deltas, is_in_initial_list));
+                    return Some(process(&key, deltas, is_in_initial_list));
                 }
                 if st.closed {
                     return None;

@@ -32,9 +32,8 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
+use crate::delta_fifo::{Delta, DeltaFifo, TransformFunc};
 use crate::error::{Error, Result};
-use crate::keys::meta_namespace_key;
 use crate::lister::Lister;
 use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
@@ -108,45 +107,32 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     }
 
     /// Applies one key's deltas to the indexer and distributes them: client-go's
-    /// `processDeltas`. Runs under the FIFO's lock (inside `pop`).
-    fn handle_deltas(&self, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
+    /// `processDeltas`. Runs under the FIFO's lock (inside `pop`). Every delta of one
+    /// pop belongs to `key`, the FIFO's own `Arc<str>`, which the indexer shares.
+    fn handle_deltas(&self, key: &Arc<str>, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
         let processor = self.processor.lock();
         for delta in deltas {
             match delta {
                 Delta::Added(obj)
                 | Delta::Updated(obj)
                 | Delta::Replaced(obj)
-                | Delta::Sync(obj) => {
-                    let Ok(key) = meta_namespace_key(obj.as_ref()) else {
-                        continue; // the FIFO only queues keyable objects
-                    };
-                    match self.indexer.get_by_key(&key) {
-                        Some(old) => {
-                            self.indexer.update(key, obj.clone());
-                            let is_sync =
-                                old.meta().resource_version == obj.meta().resource_version;
-                            processor.distribute(Notification::Update { old, new: obj }, is_sync);
-                        }
-                        None => {
-                            self.indexer.add(key, obj.clone());
-                            processor.distribute(
-                                Notification::Add {
-                                    obj,
-                                    is_in_initial_list,
-                                },
-                                false,
-                            );
-                        }
+                | Delta::Sync(obj) => match self.indexer.add(key.clone(), obj.clone()) {
+                    Some(old) => {
+                        let is_sync = old.meta().resource_version == obj.meta().resource_version;
+                        processor.distribute(Notification::Update { old, new: obj }, is_sync);
                     }
-                }
+                    None => {
+                        processor.distribute(
+                            Notification::Add {
+                                obj,
+                                is_in_initial_list,
+                            },
+                            false,
+                        );
+                    }
+                },
                 Delta::Deleted(deleted) => {
-                    let key = match &deleted {
-                        DeletedObject::Object(obj) => meta_namespace_key(obj.as_ref()).ok(),
-                        DeletedObject::Tombstone(t) => Some(t.key.clone()),
-                    };
-                    if let Some(key) = key {
-                        self.indexer.delete(&key);
-                    }
+                    self.indexer.delete(key);
                     processor.distribute(Notification::Delete(deleted), false);
                 }
             }
@@ -425,7 +411,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         loop {
             let popped = tokio::select! {
                 _ = cancel.cancelled() => break,
-                popped = fifo.pop(|deltas, initial| self.inner.handle_deltas(deltas, initial)) => popped,
+                popped = fifo.pop(|key, deltas, initial| self.inner.handle_deltas(key, deltas, initial)) => popped,
             };
             if popped.is_none() {
                 break;

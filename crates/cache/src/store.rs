@@ -131,11 +131,11 @@ impl<K> State<K> {
 ///     ..Default::default()
 /// });
 /// let indexer = Indexer::with_namespace_index();
-/// indexer.add("a/one".into(), cm("a", "one"));
-/// indexer.add("b/two".into(), cm("b", "two"));
+/// indexer.add("a/one", cm("a", "one"));
+/// indexer.add("b/two", cm("b", "two"));
 /// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "a").unwrap().len(), 1);
 ///
-/// indexer.update("a/one".into(), cm("b", "one")); // moved: gone from "a"
+/// indexer.update("a/one", cm("b", "one")); // moved: gone from "a"
 /// assert!(indexer.by_index(NAMESPACE_INDEX, "a").unwrap().is_empty());
 /// assert_eq!(indexer.index_keys(NAMESPACE_INDEX, "b").unwrap().len(), 2);
 /// assert!(indexer.by_index("no-such-index", "a").is_err());
@@ -205,24 +205,24 @@ impl<K: Send + Sync + 'static> Indexer<K> {
         Ok(())
     }
 
-    /// Stores `obj` under `key`, replacing what was there and updating the indexes.
-    pub fn add(&self, key: String, obj: Arc<K>) {
+    /// Stores `obj` under `key`, replacing what was there and updating the indexes;
+    /// returns the object it replaced.
+    ///
+    /// The key may be a `String` or an `Arc<str>`; the informer passes the DeltaFIFO's
+    /// `Arc<str>`, so a cached object's key is never copied.
+    pub fn add(&self, key: impl Into<Arc<str>>, obj: Arc<K>) -> Option<Arc<K>> {
+        let key: Arc<str> = key.into();
         let mut st = self.state.write();
-        let key: Arc<str> = match st.items.get_key_value(key.as_str()) {
-            Some((existing, old)) => {
-                let (existing, old) = (existing.clone(), old.clone());
-                st.index_remove(&existing, &old);
-                existing
-            }
-            None => key.into(),
-        };
+        if let Some(old) = st.items.get(&key).cloned() {
+            st.index_remove(&key, &old);
+        }
         st.index_add(&key, &obj);
-        st.items.insert(key, obj);
+        st.items.insert(key, obj)
     }
 
     /// The same as [`add`](Self::add) (client-go keeps both names).
-    pub fn update(&self, key: String, obj: Arc<K>) {
-        self.add(key, obj);
+    pub fn update(&self, key: impl Into<Arc<str>>, obj: Arc<K>) -> Option<Arc<K>> {
+        self.add(key, obj)
     }
 
     /// Removes `key`, returning what was stored.

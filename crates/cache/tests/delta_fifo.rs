@@ -25,7 +25,7 @@ fn fifo_with(known: &Indexer<ConfigMap>) -> DeltaFifo<ConfigMap> {
 
 /// Pops one key; returns its delta types and whether it was in the initial list.
 async fn pop(fifo: &DeltaFifo<ConfigMap>) -> (Vec<DeltaType>, Vec<Delta<ConfigMap>>, bool) {
-    fifo.pop(|deltas, initial| {
+    fifo.pop(|_key, deltas, initial| {
         (
             deltas.iter().map(|d| d.delta_type()).collect(),
             deltas,
@@ -68,7 +68,7 @@ async fn deltas_accumulate_per_key_in_order_and_keys_stay_fifo() {
 #[tokio::test]
 async fn consecutive_deletes_collapse_keeping_the_real_final_state() {
     let known = Indexer::new();
-    known.add("default/a".into(), Arc::new(cm("a", "1")));
+    known.add("default/a", Arc::new(cm("a", "1")));
     let fifo = fifo_with(&known);
     fifo.delete(cm("a", "2")).unwrap();
     // A relist without "a" would add a tombstone: collapsed into the real delete.
@@ -92,8 +92,8 @@ async fn delete_of_an_unknown_object_is_ignored() {
 #[tokio::test]
 async fn replace_emits_tombstones_for_known_keys_missing_from_the_list() {
     let known = Indexer::new();
-    known.add("default/kept".into(), Arc::new(cm("kept", "1")));
-    known.add("default/gone".into(), Arc::new(cm("gone", "1")));
+    known.add("default/kept", Arc::new(cm("kept", "1")));
+    known.add("default/gone", Arc::new(cm("gone", "1")));
     let fifo = fifo_with(&known);
     fifo.replace(vec![cm("kept", "2"), cm("new", "3")]).unwrap();
 
@@ -168,8 +168,8 @@ async fn empty_initial_list_is_synced_at_once() {
 #[tokio::test]
 async fn resync_queues_sync_for_known_objects_without_queued_deltas() {
     let known = Indexer::new();
-    known.add("default/idle".into(), Arc::new(cm("idle", "1")));
-    known.add("default/busy".into(), Arc::new(cm("busy", "1")));
+    known.add("default/idle", Arc::new(cm("idle", "1")));
+    known.add("default/busy", Arc::new(cm("busy", "1")));
     let fifo = fifo_with(&known);
     fifo.update(cm("busy", "2")).unwrap();
     fifo.resync();
@@ -226,8 +226,8 @@ async fn close_ends_pop_after_the_queue_drains() {
     let fifo = fifo_with(&Indexer::new());
     fifo.add(cm("a", "1")).unwrap();
     fifo.close();
-    assert!(fifo.pop(|_, _| ()).await.is_some());
-    assert!(fifo.pop(|_, _| ()).await.is_none());
+    assert!(fifo.pop(|_, _, _| ()).await.is_some());
+    assert!(fifo.pop(|_, _, _| ()).await.is_none());
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ fn get_returns_the_cached_arc() {
     ));
     // The lister reads the live cache: later adds are visible through it.
     assert_eq!(lister.indexer().len(), 5);
-    indexer.add("c/new".into(), Arc::new(cm("c", "new", &[])));
+    indexer.add("c/new", Arc::new(cm("c", "new", &[])));
     assert!(lister.get("c", "new").is_ok());
 }
 

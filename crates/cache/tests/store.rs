@@ -84,8 +84,8 @@ fn add_get_list_delete() {
     let store = both_indexes();
     assert!(store.is_empty());
     let a = cm("ns1", "a", &[]);
-    store.add("ns1/a".into(), a.clone());
-    store.add("ns1/b".into(), cm("ns1", "b", &[]));
+    store.add("ns1/a", a.clone());
+    store.add("ns1/b", cm("ns1", "b", &[]));
     assert_eq!(store.len(), 2);
     assert!(store.contains_key("ns1/a"));
     // Handed out without a copy: the very same allocation.
@@ -109,14 +109,14 @@ fn add_get_list_delete() {
 #[test]
 fn update_moves_index_entries() {
     let store = both_indexes();
-    store.add("k".into(), cm("ns1", "a", &["owner-1"]));
+    store.add("k", cm("ns1", "a", &["owner-1"]));
     assert_eq!(
         store.index_keys(OWNER_UID_INDEX, "owner-1").unwrap(),
         vec!["k"]
     );
 
     // Same key, new namespace and new owner: the old entries must be gone.
-    store.update("k".into(), cm("ns2", "a", &["owner-2"]));
+    store.update("k", cm("ns2", "a", &["owner-2"]));
     assert!(store.by_index(NAMESPACE_INDEX, "ns1").unwrap().is_empty());
     assert!(
         store
@@ -137,7 +137,7 @@ fn update_moves_index_entries() {
     assert_eq!(store.len(), 1);
 
     // Updating with the same index values keeps exactly one entry.
-    store.update("k".into(), cm("ns2", "a", &["owner-2"]));
+    store.update("k", cm("ns2", "a", &["owner-2"]));
     assert_eq!(store.index_keys(NAMESPACE_INDEX, "ns2").unwrap(), vec!["k"]);
 }
 
@@ -163,7 +163,7 @@ fn no_empty_index_sets_left_behind() {
 #[test]
 fn replace_rebuilds_everything() {
     let store = both_indexes();
-    store.add("old/a".into(), cm("old", "a", &["u-old"]));
+    store.add("old/a", cm("old", "a", &["u-old"]));
     store.replace(vec![
         ("new/b".into(), cm("new", "b", &["u-new"])),
         ("new/c".into(), cm("new", "c", &[])),
@@ -183,7 +183,7 @@ fn replace_rebuilds_everything() {
 #[test]
 fn unknown_index_is_an_error() {
     let store = Indexer::<ConfigMap>::new();
-    store.add("ns/a".into(), cm("ns", "a", &[]));
+    store.add("ns/a", cm("ns", "a", &[]));
     for result in [
         store.by_index("nope", "ns").map(|_| ()),
         store.index_keys("nope", "ns").map(|_| ()),
@@ -200,7 +200,7 @@ fn unknown_index_is_an_error() {
 #[test]
 fn add_indexers_indexes_existing_items_and_rejects_conflicts() {
     let store = Indexer::<ConfigMap>::with_namespace_index();
-    store.add("ns/a".into(), cm("ns", "a", &["u1"]));
+    store.add("ns/a", cm("ns", "a", &["u1"]));
 
     let mut owner: Indexers<ConfigMap> = HashMap::new();
     owner.insert(
@@ -234,10 +234,10 @@ fn add_indexers_indexes_existing_items_and_rejects_conflicts() {
 #[test]
 fn index_returns_objects_sharing_any_value() {
     let store = both_indexes();
-    store.add("ns/a".into(), cm("ns", "a", &["u1"]));
-    store.add("ns/b".into(), cm("ns", "b", &["u2"]));
-    store.add("ns/c".into(), cm("ns", "c", &["u1", "u3"]));
-    store.add("ns/d".into(), cm("ns", "d", &[]));
+    store.add("ns/a", cm("ns", "a", &["u1"]));
+    store.add("ns/b", cm("ns", "b", &["u2"]));
+    store.add("ns/c", cm("ns", "c", &["u1", "u3"]));
+    store.add("ns/d", cm("ns", "d", &[]));
 
     // A probe object need not be in the store; its values are what count.
     let probe = cm("elsewhere", "probe", &["u1", "u2"]);
@@ -261,7 +261,7 @@ fn index_returns_objects_sharing_any_value() {
 fn clones_share_one_store() {
     let a = Indexer::<ConfigMap>::with_namespace_index();
     let b = a.clone();
-    a.add("ns/x".into(), cm("ns", "x", &[]));
+    a.add("ns/x", cm("ns", "x", &[]));
     assert!(b.contains_key("ns/x"));
     assert!(format!("{b:?}").contains("Indexer"));
 }
