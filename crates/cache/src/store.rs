@@ -117,6 +117,24 @@ impl<K> State<K> {
     }
 }
 
+/// The keys index `index_name` holds under `value` (none if it holds nothing there);
+/// [`Error::IndexNotFound`] for an index that was never added.
+fn indexed_keys<'a, K>(
+    st: &'a State<K>,
+    index_name: &str,
+    value: &str,
+) -> Result<impl Iterator<Item = &'a Arc<str>> + 'a> {
+    if !st.indexers.contains_key(index_name) {
+        return Err(Error::IndexNotFound(index_name.to_string()));
+    }
+    Ok(st
+        .indices
+        .get(index_name)
+        .and_then(|index| index.get(value))
+        .into_iter()
+        .flatten())
+}
+
 /// A thread-safe, indexed store of `Arc<K>` by key: client-go's `Indexer`. A
 /// cheap-to-clone handle: clones share the same store.
 ///
@@ -287,34 +305,18 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     /// `ByIndex`. [`Error::IndexNotFound`] for an unknown index.
     pub fn by_index(&self, index_name: &str, indexed_value: &str) -> Result<Vec<Arc<K>>> {
         let st = self.state.read();
-        if !st.indexers.contains_key(index_name) {
-            return Err(Error::IndexNotFound(index_name.to_string()));
-        }
-        Ok(st
-            .indices
-            .get(index_name)
-            .and_then(|index| index.get(indexed_value))
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| st.items.get(k).cloned())
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(indexed_keys(&st, index_name, indexed_value)?
+            .filter_map(|k| st.items.get(k).cloned())
+            .collect())
     }
 
     /// The keys indexed under `indexed_value` by index `index_name`: client-go's
     /// `IndexKeys`.
     pub fn index_keys(&self, index_name: &str, indexed_value: &str) -> Result<Vec<String>> {
         let st = self.state.read();
-        if !st.indexers.contains_key(index_name) {
-            return Err(Error::IndexNotFound(index_name.to_string()));
-        }
-        Ok(st
-            .indices
-            .get(index_name)
-            .and_then(|index| index.get(indexed_value))
-            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
-            .unwrap_or_default())
+        Ok(indexed_keys(&st, index_name, indexed_value)?
+            .map(|k| k.to_string())
+            .collect())
     }
 
     /// The objects sharing any value of index `index_name` with `obj`: client-go's
