@@ -1,0 +1,316 @@
+//! The loop every controller runs: sample-controller's `Run`, `runWorker` and
+//! `processNextWorkItem`, written once.
+//!
+//! Read it top to bottom; it is the whole of "how a controller works" once the
+//! informers are feeding keys into the queue:
+//!
+//! 1. [`Controller::run`] waits until every informer cache has synced. Syncing against
+//!    a half-filled cache would make the controller believe objects are missing and
+//!    create duplicates, so no worker starts before then.
+//! 2. It starts `workers` workers (client-go's "threadiness"). Each one loops on
+//!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
+//!    shuts down.
+//! 3. One turn of the loop: `get` a key (waiting if there is none), call the
+//!    [`SyncHandler`], then
+//!    - `Ok(Action::Done)`: `forget` the key, resetting its backoff;
+//!    - `Ok(Action::RequeueAfter(d))`: `forget`, then `add_after(key, d)`;
+//!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
+//!      10 ms, 20 ms, ... up to 1000 s with the default limiter;
+//!    - a panic: caught, logged, and handled like `Err`.
+//!
+//!    In every case the key is marked `done` (the [`WorkItem`](workqueue::WorkItem)
+//!    guard does it when dropped), which is what lets a key that changed while it was
+//!    being synced be handed out again.
+//! 4. When the cancellation token fires, the queue is shut down *with drain*: new keys
+//!    are refused, workers finish the sync they are in and the keys already waiting,
+//!    then exit. A drain that takes longer than the drain timeout is cut short, so a
+//!    hung API call cannot hold up a rolling update forever.
+//!
+//! The queue guarantees that a key is never held by two workers at once, so N workers
+//! give parallelism across objects and none within one.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+use workqueue::RateLimitingQueue;
+
+use crate::error::{Error, Result};
+use crate::sync_handler::{Action, SyncHandler};
+
+/// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event
+/// handler registration) has delivered its initial list.
+pub type InformerSynced = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How often [`wait_for_cache_sync`] looks at the sync checks (client-go polls every
+/// 100 ms too).
+pub const CACHE_SYNC_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
+/// finish their API calls, shorter than the kubelet's default 30 s grace period so the
+/// rest of a graceful shutdown (releasing a leader lease) still fits.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Waits until every check returns true (`true`), or until `cancel` fires (`false`):
+/// client-go's `cache.WaitForNamedCacheSync`.
+pub async fn wait_for_cache_sync(
+    controller_name: &str,
+    cancel: &CancellationToken,
+    synced: &[InformerSynced],
+) -> bool {
+    info!(controller = controller_name, "waiting for caches to sync");
+    loop {
+        if synced.iter().all(|is_synced| is_synced()) {
+            info!(controller = controller_name, "caches are synced");
+            return true;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => {
+                warn!(controller = controller_name, "unable to sync caches: cancelled");
+                return false;
+            }
+            _ = tokio::time::sleep(CACHE_SYNC_POLL_PERIOD) => {}
+        }
+    }
+}
+
+/// The worker loop around a [`SyncHandler`]: client-go's controller `Run`.
+///
+/// Cheap to clone (the queue and handler are shared). Event handlers add keys to
+/// [`queue`](Self::queue); [`run`](Self::run) turns them into syncs.
+///
+/// ```
+/// use controller::{Action, Controller, SyncHandler};
+/// use tokio_util::sync::CancellationToken;
+/// use workqueue::RateLimitingQueue;
+///
+/// struct Hello;
+/// impl SyncHandler for Hello {
+///     type Error = String;
+///     async fn sync(&self, key: &str) -> Result<Action, String> {
+///         println!("hello, {key}");
+///         Ok(Action::Done)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let queue = RateLimitingQueue::with_default_rate_limiter("hello");
+/// let controller = Controller::new("hello", queue.clone(), Hello);
+/// queue.add("default/world".to_string()); // what an event handler does
+///
+/// let cancel = CancellationToken::new();
+/// let stop = cancel.clone();
+/// tokio::spawn(async move {
+///     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+///     stop.cancel(); // SIGTERM, in a real binary
+/// });
+/// controller.run(2, Vec::new(), cancel).await.unwrap();
+/// # }
+/// ```
+pub struct Controller<H> {
+    name: Arc<str>,
+    queue: RateLimitingQueue<String>,
+    handler: Arc<H>,
+    drain_timeout: Duration,
+}
+
+impl<H> Clone for Controller<H> {
+    fn clone(&self) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            queue: self.queue.clone(),
+            handler: Arc::clone(&self.handler),
+            drain_timeout: self.drain_timeout,
+        }
+    }
+}
+
+impl<H> fmt::Debug for Controller<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field("queue_len", &self.queue.len())
+            .field("drain_timeout", &self.drain_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: SyncHandler> Controller<H> {
+    /// A controller named `name` (used in logs) that syncs the keys of `queue` with
+    /// `handler`. Keep a clone of `queue` for the event handlers.
+    pub fn new(name: impl Into<String>, queue: RateLimitingQueue<String>, handler: H) -> Self {
+        Self {
+            name: name.into().into(),
+            queue,
+            handler: Arc::new(handler),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+
+    /// How long [`run`](Self::run) waits, after cancellation, for in-flight and
+    /// queued keys before it stops the workers anyway. Default
+    /// [`DEFAULT_DRAIN_TIMEOUT`].
+    pub fn with_drain_timeout(mut self, drain_timeout: Duration) -> Self {
+        self.drain_timeout = drain_timeout;
+        self
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The work queue the event handlers feed.
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        &self.queue
+    }
+
+    /// The sync handler.
+    pub fn handler(&self) -> &Arc<H> {
+        &self.handler
+    }
+
+    /// Runs the controller until `cancel` fires: waits for `synced`, starts `workers`
+    /// workers, and on cancellation drains the queue (see the [module docs](self)).
+    ///
+    /// Returns [`Error::CachesNotSynced`] if cancelled before the caches synced (no
+    /// worker ran), otherwise `Ok` once the workers have stopped. `workers` of 0 is
+    /// treated as 1.
+    pub async fn run(
+        &self,
+        workers: usize,
+        synced: Vec<InformerSynced>,
+        cancel: CancellationToken,
+    ) -> Result<()> {
+        info!(controller = %self.name, "starting controller");
+        if !wait_for_cache_sync(&self.name, &cancel, &synced).await {
+            self.queue.shut_down();
+            return Err(Error::CachesNotSynced {
+                controller: self.name.to_string(),
+            });
+        }
+
+        let workers = workers.max(1);
+        info!(controller = %self.name, workers, "starting workers");
+        let mut tasks = JoinSet::new();
+        for _ in 0..workers {
+            let this = self.clone();
+            tasks.spawn(async move { this.run_worker().await });
+        }
+        info!(controller = %self.name, "started workers");
+
+        cancel.cancelled().await;
+        info!(controller = %self.name, queued = self.queue.len(), "shutting down workers");
+        let drained = tokio::time::timeout(self.drain_timeout, async {
+            self.queue.shut_down_with_drain().await;
+            // The drain returns when no key is being processed; workers then exit as
+            // soon as the backlog is handed out.
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            warn!(
+                controller = %self.name,
+                timeout = ?self.drain_timeout,
+                "workers did not finish within the drain timeout; stopping them"
+            );
+            self.queue.shut_down();
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+        info!(controller = %self.name, "workers stopped");
+        Ok(())
+    }
+
+    /// One worker: processes keys until the queue shuts down (client-go's `runWorker`).
+    pub async fn run_worker(&self) {
+        while self.process_next_work_item().await {}
+    }
+
+    /// Takes one key from the queue and syncs it (client-go's `processNextWorkItem`).
+    ///
+    /// Returns `false` once the queue is shut down and empty, which ends the worker.
+    pub async fn process_next_work_item(&self) -> bool {
+        // Wait for a key. The guard marks it done when dropped at the end of this
+        // function, on every path (even a panic), so the key can be handed out again.
+        let Some(item) = self.queue.get().await else {
+            return false;
+        };
+        let key: &String = &item;
+
+        let started = tokio::time::Instant::now();
+        let outcome = AssertUnwindSafe(self.handler.sync(key))
+            .catch_unwind()
+            .await;
+        let elapsed = started.elapsed();
+
+        match outcome {
+            Ok(Ok(Action::Done)) => {
+                // Success: the next failure of this key starts from the base delay.
+                self.queue.forget(key);
+                debug!(controller = %self.name, key = %key, ?elapsed, "synced");
+            }
+            Ok(Ok(Action::RequeueAfter(after))) => {
+                self.queue.forget(key);
+                self.queue.add_after(key.clone(), after);
+                debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
+            }
+            Ok(Err(err)) => {
+                // Put the key back with backoff; a transient error (a 409, the API
+                // server restarting) heals itself on a later try.
+                self.queue.add_rate_limited(key.clone());
+                error!(
+                    controller = %self.name,
+                    key = %key,
+                    retries = self.queue.num_requeues(key),
+                    error = %err,
+                    "error syncing; requeuing"
+                );
+            }
+            Err(panic) => {
+                self.queue.add_rate_limited(key.clone());
+                error!(
+                    controller = %self.name,
+                    key = %key,
+                    retries = self.queue.num_requeues(key),
+                    panic = %panic_message(&*panic),
+                    "panic while syncing (a bug); treated as an error and requeued"
+                );
+            }
+        }
+        true
+    }
+}
+
+/// The text of a panic payload (`panic!("...")` carries a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_are_extracted() {
+        let p = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+        assert_eq!(panic_message(&*p), "boom");
+        let p = std::panic::catch_unwind(|| panic!("{} {}", "formatted", 1)).unwrap_err();
+        assert_eq!(panic_message(&*p), "formatted 1");
+        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(&*p), "non-string panic payload");
+    }
+}
