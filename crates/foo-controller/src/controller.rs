@@ -1,0 +1,99 @@
+//! Wiring: informers -> handlers -> queue -> workers -> [`FooSyncer`]. sample-controller's
+//! `NewController` and `Run`.
+
+use std::sync::Arc;
+
+use apis::samplecontroller::v1alpha1::Foo;
+use cache::{ResourceEventHandlerRegistration, SharedInformerFactory};
+use controller::{Controller, InformerSynced};
+use k8s_openapi::api::apps::v1::Deployment;
+use record::EventRecorder;
+use tokio_util::sync::CancellationToken;
+use workqueue::RateLimitingQueue;
+
+use crate::handlers::{DeploymentHandler, FooHandler};
+use crate::sync::FooSyncer;
+
+/// The controller's name: in logs, as the work queue's metrics name, and as the Event
+/// source component.
+pub const CONTROLLER_NAME: &str = "sample-controller";
+
+/// The Foo controller, assembled: sample-controller's `Controller`.
+///
+/// [`new`](Self::new) asks the factory for the Foo and Deployment informers (shared
+/// with any other controller in the process) and registers the handlers;
+/// [`run`](Self::run) waits for both handlers to have seen the initial lists, then runs
+/// the workers. Start the factory (`factory.start(&cancel)`) after `new`, before or
+/// after `run`.
+pub struct FooController {
+    controller: Controller<FooSyncer>,
+    synced: Vec<InformerSynced>,
+}
+
+impl FooController {
+    /// Builds the controller on `factory`'s informers, writing through `client` and
+    /// reporting through `recorder`.
+    pub fn new(
+        client: kube::Client,
+        factory: &SharedInformerFactory,
+        recorder: EventRecorder,
+    ) -> Self {
+        let foo_informer = factory.informer_for::<Foo>();
+        let deployment_informer = factory.informer_for::<Deployment>();
+
+        // The queue is named so that its metrics (depth, adds, latency...) carry the
+        // controller's name, as client-go's NewNamedRateLimitingQueue does.
+        let queue = RateLimitingQueue::with_default_rate_limiter(CONTROLLER_NAME);
+
+        let foo_registration = foo_informer.add_event_handler(FooHandler::new(queue.clone()));
+        let deployment_registration = deployment_informer
+            .add_event_handler(DeploymentHandler::new(queue.clone(), foo_informer.lister()));
+
+        let syncer = FooSyncer::new(
+            client,
+            foo_informer.lister(),
+            deployment_informer.lister(),
+            recorder,
+        );
+        Self {
+            controller: Controller::new(CONTROLLER_NAME, queue, syncer),
+            // Synced = the informer listed AND our handler has processed that list, so
+            // the first sync sees every Foo and Deployment that existed at start.
+            synced: vec![
+                registration_synced(foo_registration),
+                registration_synced(deployment_registration),
+            ],
+        }
+    }
+
+    /// The work queue (for metrics and tests).
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        self.controller.queue()
+    }
+
+    /// The generic loop this controller runs on.
+    pub fn controller(&self) -> &Controller<FooSyncer> {
+        &self.controller
+    }
+
+    /// A check that both event handlers have processed their informer's initial list
+    /// (for a readiness probe).
+    pub fn has_synced(&self) -> bool {
+        self.synced.iter().all(|synced| synced())
+    }
+
+    /// Runs `workers` workers until `cancel` fires, then drains the queue. See
+    /// [`Controller::run`].
+    pub async fn run(&self, workers: usize, cancel: CancellationToken) -> controller::Result<()> {
+        self.controller
+            .run(workers, self.synced.clone(), cancel)
+            .await
+    }
+}
+
+fn registration_synced<K>(registration: ResourceEventHandlerRegistration<K>) -> InformerSynced
+where
+    K: kube::Resource + Send + Sync + 'static,
+{
+    Arc::new(move || registration.has_synced())
+}

@@ -1,0 +1,48 @@
+//! Why a Foo sync failed. Every variant means "retry with backoff"; the permanent
+//! problems (Foo gone, empty deploymentName) are not errors at all (see
+//! [`sync`](crate::sync)).
+
+/// A failed sync of one Foo.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The work-queue key is not `namespace/name` (a bug in an event handler).
+    #[error("invalid work-queue key: {0}")]
+    Key(#[source] cache::Error),
+    /// An owner reference to the Foo could not be built.
+    #[error(transparent)]
+    Owner(controller::Error),
+    /// A Deployment with the Foo's `deploymentName` exists but is not controlled by this
+    /// Foo. sample-controller's `ErrResourceExists`: reported as a Warning Event and
+    /// retried with backoff, in case the other owner lets go of it; never modified.
+    #[error("Resource {name:?} already exists and is not managed by Foo")]
+    ResourceExists {
+        /// The Deployment's name.
+        name: String,
+    },
+    /// An API call failed (a 409 Conflict from a stale cache is the common, harmless
+    /// case: the retry reads the newer object).
+    #[error("{action} {namespace}/{name}: {source}")]
+    Api {
+        /// What was attempted, e.g. "create Deployment".
+        action: &'static str,
+        /// The object's namespace.
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl Error {
+    /// Whether the API answered 409 Conflict (optimistic concurrency: our cached copy
+    /// was stale).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 409)
+    }
+}
+
+/// `Result` with the Foo controller's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

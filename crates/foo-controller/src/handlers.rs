@@ -1,0 +1,113 @@
+//! The informer event handlers: how changes become work-queue keys.
+//!
+//! sample-controller registers two sets of handlers:
+//!
+//! - on Foos: add and update enqueue the Foo's key (`enqueueFoo`). Deletes need no
+//!   handler: the garbage collector deletes the Deployment through its owner
+//!   reference.
+//! - on Deployments: any change to a Deployment *owned by a Foo* enqueues that Foo
+//!   (`handleObject`), so a Deployment that is scaled by hand, deleted, or becomes
+//!   available is noticed and converged. Periodic resyncs re-deliver every
+//!   Deployment as an update with an unchanged resourceVersion; those are skipped,
+//!   because nothing changed.
+//!
+//! Handlers only compute keys and add them to the queue: they run on the informer's
+//! delivery thread for this handler and must be quick. The queue deduplicates, so a
+//! burst of events for one Foo costs one sync.
+
+use std::sync::Arc;
+
+use apis::samplecontroller::v1alpha1::Foo;
+use cache::{DeletedObject, EventHandler, Lister, meta_namespace_key};
+use controller::{controller_owner_key, get_controller_of};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Resource;
+use tracing::{debug, warn};
+use workqueue::RateLimitingQueue;
+
+/// Foo add/update -> enqueue the Foo (sample-controller's `enqueueFoo`).
+pub struct FooHandler {
+    queue: RateLimitingQueue<String>,
+}
+
+impl FooHandler {
+    /// A handler feeding `queue`.
+    pub fn new(queue: RateLimitingQueue<String>) -> Self {
+        Self { queue }
+    }
+
+    fn enqueue(&self, foo: &Foo) {
+        match meta_namespace_key(foo) {
+            Ok(key) => self.queue.add(key),
+            Err(err) => warn!(error = %err, "cannot compute a key for a Foo; skipping it"),
+        }
+    }
+}
+
+impl EventHandler<Foo> for FooHandler {
+    fn on_add(&self, foo: &Arc<Foo>, _is_in_initial_list: bool) {
+        self.enqueue(foo);
+    }
+
+    fn on_update(&self, _old: &Arc<Foo>, new: &Arc<Foo>) {
+        self.enqueue(new);
+    }
+}
+
+/// Deployment add/update/delete -> enqueue the Foo that controls it, if that Foo
+/// exists (sample-controller's `handleObject`).
+pub struct DeploymentHandler {
+    queue: RateLimitingQueue<String>,
+    foos: Lister<Foo>,
+}
+
+impl DeploymentHandler {
+    /// A handler that looks owners up in `foos` and feeds `queue`.
+    pub fn new(queue: RateLimitingQueue<String>, foos: Lister<Foo>) -> Self {
+        Self { queue, foos }
+    }
+
+    /// Enqueues the Foo controlling `deployment`. Deployments without a Foo controller
+    /// are none of our business; a controller reference to a Foo that no longer exists
+    /// (or to an earlier Foo of the same name: the UID differs) is an orphan waiting
+    /// for the garbage collector, also ignored.
+    pub fn handle_object(&self, deployment: &Deployment) {
+        let Some(key) = controller_owner_key::<Foo, _>(deployment) else {
+            return;
+        };
+        let owner_uid = get_controller_of(deployment).map(|r| r.uid.as_str());
+        match self.foos.get_by_key(&key) {
+            Ok(foo) if foo.meta().uid.as_deref() == owner_uid => {
+                debug!(foo = %key, deployment = ?deployment.metadata.name, "Deployment changed; enqueueing its Foo");
+                self.queue.add(key);
+            }
+            _ => {
+                debug!(foo = %key, deployment = ?deployment.metadata.name, "ignoring orphaned Deployment")
+            }
+        }
+    }
+}
+
+impl EventHandler<Deployment> for DeploymentHandler {
+    fn on_add(&self, deployment: &Arc<Deployment>, _is_in_initial_list: bool) {
+        self.handle_object(deployment);
+    }
+
+    fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {
+        // A periodic resync sends an update for every Deployment. Two versions of the
+        // same Deployment always have different resourceVersions.
+        if old.metadata.resource_version == new.metadata.resource_version {
+            return;
+        }
+        self.handle_object(new);
+    }
+
+    fn on_delete(&self, deleted: &DeletedObject<Deployment>) {
+        // A tombstone (the delete happened while the watch was down) still carries the
+        // last state we knew, owner references included.
+        match deleted.object() {
+            Some(deployment) => self.handle_object(deployment),
+            None => warn!("Deployment tombstone without an object; cannot find its Foo"),
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The event handlers: which informer events become which work-queue keys.
+
+use std::sync::Arc;
+
+use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
+use cache::{DeletedFinalStateUnknown, DeletedObject, EventHandler, Indexer, Lister};
+use foo_controller::{DeploymentHandler, FooHandler, new_deployment};
+use k8s_openapi::api::apps::v1::Deployment;
+use workqueue::RateLimitingQueue;
+
+fn foo(name: &str, uid: &str) -> Foo {
+    let mut foo = Foo::new(name, FooSpec::new(format!("{name}-deploy"), 1));
+    foo.metadata.namespace = Some("ns".into());
+    foo.metadata.uid = Some(uid.into());
+    foo
+}
+
+fn deployment_of(foo: &Foo, rv: &str) -> Arc<Deployment> {
+    let mut d = new_deployment(foo).unwrap();
+    d.metadata.resource_version = Some(rv.into());
+    Arc::new(d)
+}
+
+fn drain(queue: &RateLimitingQueue<String>) -> Vec<String> {
+    let mut keys = Vec::new();
+    while let Some(item) = queue.try_get() {
+        keys.push(item.item().clone()); // the guard marks it done when dropped
+    }
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn foo_adds_and_updates_enqueue_the_foo() {
+    let queue = RateLimitingQueue::with_default_rate_limiter("t");
+    let handler = FooHandler::new(queue.clone());
+    let a = Arc::new(foo("a", "u-a"));
+    handler.on_add(&a, true);
+    handler.on_update(&a, &Arc::new(foo("b", "u-b")));
+    assert_eq!(drain(&queue), ["ns/a", "ns/b"]);
+}
+
+#[tokio::test]
+async fn deployment_events_enqueue_the_owning_foo_only_if_it_exists() {
+    let queue = RateLimitingQueue::with_default_rate_limiter("t");
+    let foos = Indexer::new();
+    let owner = foo("owner", "u-1");
+    foos.add("ns/owner", Arc::new(owner.clone()));
+    let handler = DeploymentHandler::new(queue.clone(), Lister::new(foos.clone()));
+
+    // Add, real update, delete, tombstone delete: each enqueues the owner.
+    handler.on_add(&deployment_of(&owner, "1"), false);
+    assert_eq!(drain(&queue), ["ns/owner"]);
+    handler.on_update(&deployment_of(&owner, "1"), &deployment_of(&owner, "2"));
+    assert_eq!(drain(&queue), ["ns/owner"]);
+    handler.on_delete(&DeletedObject::Object(deployment_of(&owner, "3")));
+    assert_eq!(drain(&queue), ["ns/owner"]);
+    handler.on_delete(&DeletedObject::Tombstone(DeletedFinalStateUnknown {
+        key: "ns/owner-deploy".into(),
+        obj: Some(deployment_of(&owner, "3")),
+    }));
+    assert_eq!(drain(&queue), ["ns/owner"]);
+
+    // A resync (same resourceVersion) is not a change.
+    handler.on_update(&deployment_of(&owner, "2"), &deployment_of(&owner, "2"));
+    assert!(drain(&queue).is_empty());
+
+    // Unowned Deployments, orphans, and Deployments of a recreated Foo (same name, new
+    // UID) are ignored.
+    let mut unowned = (*deployment_of(&owner, "1")).clone();
+    unowned.metadata.owner_references = None;
+    handler.on_add(&Arc::new(unowned), false);
+    handler.on_add(&deployment_of(&foo("gone", "u-gone"), "1"), false);
+    handler.on_add(&deployment_of(&foo("owner", "u-old"), "1"), false);
+    assert!(drain(&queue).is_empty());
+}

@@ -1,0 +1,266 @@
+//! Unit tests of the Foo syncHandler, one per branch, in the style of sample-controller's
+//! controller_test.go: fill the listers directly, run one sync, then compare the
+//! actions the (fake) API received and the events the (fake) recorder got.
+
+use std::sync::Arc;
+
+use apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
+use cache::{Indexer, Lister};
+use controller::testing::FakeApi;
+use foo_controller::{Error, FooSyncer, new_deployment};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
+use record::FakeRecorder;
+
+/// One test's world: listers we fill by hand, the fake API, the fake recorder.
+struct Fixture {
+    foos: Indexer<Foo>,
+    deployments: Indexer<Deployment>,
+    api: FakeApi,
+    events: FakeRecorder,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            foos: Indexer::new(),
+            deployments: Indexer::new(),
+            api: FakeApi::new(),
+            events: FakeRecorder::new(),
+        }
+    }
+
+    fn syncer(&self) -> FooSyncer {
+        FooSyncer::new(
+            self.api.client(),
+            Lister::new(self.foos.clone()),
+            Lister::new(self.deployments.clone()),
+            self.events.recorder(),
+        )
+    }
+
+    fn add_foo(&self, foo: Foo) {
+        self.foos.add(key(&foo), Arc::new(foo));
+    }
+
+    fn add_deployment(&self, d: Deployment) {
+        self.deployments.add(key(&d), Arc::new(d));
+    }
+
+    async fn sync(&self, key: &str) -> Result<(), Error> {
+        self.syncer().sync_foo(key).await
+    }
+}
+
+fn key<K: kube::Resource>(obj: &K) -> String {
+    cache::meta_namespace_key(obj).unwrap()
+}
+
+fn foo(name: &str, deployment: &str, replicas: i32, available: Option<i32>) -> Foo {
+    let mut foo = Foo::new(name, FooSpec::new(deployment, replicas));
+    foo.metadata.namespace = Some("default".into());
+    foo.metadata.uid = Some(format!("uid-{name}"));
+    foo.metadata.resource_version = Some("7".into());
+    foo.status = available.map(|available_replicas| FooStatus { available_replicas });
+    foo
+}
+
+/// The Deployment the controller would have created for `foo`, now with `replicas`
+/// and `available` available replicas.
+fn owned_deployment(foo: &Foo, replicas: i32, available: i32) -> Deployment {
+    let mut d = new_deployment(foo).unwrap();
+    d.metadata.resource_version = Some("42".into());
+    d.spec.as_mut().unwrap().replicas = Some(replicas);
+    d.status = Some(DeploymentStatus {
+        available_replicas: Some(available),
+        ..DeploymentStatus::default()
+    });
+    d
+}
+
+const SYNCED: &str = "Normal Synced Foo synced successfully";
+
+#[tokio::test]
+async fn creates_the_deployment_and_writes_status() {
+    let f = Fixture::new();
+    let test = foo("test", "test-deploy", 2, None);
+    f.add_foo(test.clone());
+
+    f.sync("default/test").await.unwrap();
+
+    assert_eq!(
+        f.api.action_names(),
+        ["create deployments", "update foos/status"]
+    );
+    let actions = f.api.actions();
+    let created = actions[0].body.as_ref().unwrap();
+    assert_eq!(created["metadata"]["name"], "test-deploy");
+    assert_eq!(created["spec"]["replicas"], 2);
+    assert_eq!(created["metadata"]["ownerReferences"][0]["uid"], "uid-test");
+    assert_eq!(
+        created["metadata"]["ownerReferences"][0]["controller"],
+        true
+    );
+    assert_eq!(
+        actions[0].query_param("fieldManager"),
+        Some("sample-controller")
+    );
+    // The status write goes to the status subresource, with the resourceVersion read.
+    let status = actions[1].body.as_ref().unwrap();
+    assert_eq!(status["status"]["availableReplicas"], 0);
+    assert_eq!(status["metadata"]["resourceVersion"], "7");
+    assert_eq!(f.events.events(), [SYNCED]);
+}
+
+#[tokio::test]
+async fn scales_the_deployment_it_owns_keeping_its_resource_version() {
+    let f = Fixture::new();
+    let test = foo("test", "test-deploy", 5, Some(1));
+    f.add_deployment(owned_deployment(&test, 1, 1));
+    f.add_foo(test);
+
+    f.sync("default/test").await.unwrap();
+
+    assert_eq!(
+        f.api.action_names(),
+        ["update deployments"],
+        "status unchanged: no status write"
+    );
+    let update = &f.api.actions()[0];
+    let body = update.body.as_ref().unwrap();
+    assert_eq!(body["spec"]["replicas"], 5);
+    // Optimistic concurrency: a stale cache yields a 409, never a blind overwrite.
+    assert_eq!(body["metadata"]["resourceVersion"], "42");
+    assert_eq!(update.name.as_deref(), Some("test-deploy"));
+    assert_eq!(f.events.events(), [SYNCED]);
+}
+
+#[tokio::test]
+async fn copies_available_replicas_into_status_when_they_change() {
+    let f = Fixture::new();
+    let test = foo("test", "test-deploy", 3, Some(1));
+    f.add_deployment(owned_deployment(&test, 3, 3));
+    f.add_foo(test);
+
+    f.sync("default/test").await.unwrap();
+
+    assert_eq!(f.api.action_names(), ["update foos/status"]);
+    assert_eq!(
+        f.api.actions()[0].body.as_ref().unwrap()["status"]["availableReplicas"],
+        3
+    );
+}
+
+#[tokio::test]
+async fn a_converged_foo_costs_no_api_call() {
+    let f = Fixture::new();
+    let test = foo("test", "test-deploy", 3, Some(3));
+    f.add_deployment(owned_deployment(&test, 3, 3));
+    f.add_foo(test);
+
+    f.sync("default/test").await.unwrap();
+
+    assert!(f.api.actions().is_empty(), "{:?}", f.api.action_names());
+    assert_eq!(f.events.events(), [SYNCED]);
+}
+
+#[tokio::test]
+async fn a_foreign_deployment_is_reported_and_never_touched() {
+    let f = Fixture::new();
+    let test = foo("test", "taken", 3, None);
+    let other_owner = foo("other", "taken", 1, None);
+    // One without any owner, and one controlled by another Foo.
+    for (name, d) in [
+        ("unowned", {
+            let mut d = owned_deployment(&test, 1, 1);
+            d.metadata.owner_references = None;
+            d
+        }),
+        ("owned by another Foo", owned_deployment(&other_owner, 1, 1)),
+    ] {
+        let f2 = Fixture::new();
+        f2.add_deployment(d);
+        f2.add_foo(test.clone());
+        let err = f2.sync("default/test").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::ResourceExists { name } if name == "taken"),
+            "{name}: {err}"
+        );
+        assert!(
+            f2.api.actions().is_empty(),
+            "{name}: must not modify: {:?}",
+            f2.api.action_names()
+        );
+        assert_eq!(
+            f2.events.events(),
+            [
+                "Warning ErrResourceExists Resource \"taken\" already exists and is not managed by Foo"
+            ],
+            "{name}"
+        );
+    }
+    drop(f);
+}
+
+#[tokio::test]
+async fn an_empty_deployment_name_is_a_warning_not_a_retry() {
+    let f = Fixture::new();
+    f.add_foo(foo("test", "", 1, None));
+
+    f.sync("default/test").await.expect("not retried");
+
+    assert!(f.api.actions().is_empty());
+    let events = f.events.events();
+    assert_eq!(events.len(), 1);
+    assert!(
+        events[0].starts_with("Warning ErrDeploymentNameMissing "),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_foo_is_done() {
+    let f = Fixture::new();
+    f.sync("default/gone")
+        .await
+        .expect("a Foo that is gone is not an error");
+    assert!(f.api.actions().is_empty());
+    assert!(f.events.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_bad_key_is_an_error() {
+    let f = Fixture::new();
+    assert!(matches!(f.sync("a/b/c").await, Err(Error::Key(_))));
+}
+
+#[tokio::test]
+async fn a_conflict_is_returned_for_a_retry_through_the_queue() {
+    let f = Fixture::new();
+    let test = foo("test", "test-deploy", 5, Some(1));
+    f.add_deployment(owned_deployment(&test, 1, 1));
+    f.add_foo(test);
+    f.api.fail_next("update", "deployments", 409, "Conflict");
+
+    let err = f.sync("default/test").await.unwrap_err();
+
+    assert!(err.is_conflict(), "{err}");
+    // One attempt, no loop inside the sync, no status write, no Synced event.
+    assert_eq!(f.api.action_names(), ["update deployments"]);
+    assert!(f.events.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_status_write_fails_the_sync() {
+    let f = Fixture::new();
+    f.add_foo(foo("test", "test-deploy", 2, None));
+    f.api
+        .fail_next("update", "foos/status", 500, "InternalError");
+
+    let err = f.sync("default/test").await.unwrap_err();
+
+    assert!(err.to_string().contains("update Foo status"), "{err}");
+    assert_eq!(
+        f.api.action_names(),
+        ["create deployments", "update foos/status"]
+    );
+}
