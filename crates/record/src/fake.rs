@@ -82,3 +82,37 @@ impl FakeRecorder {
         self.events.lock().push(line);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+
+    #[test]
+    fn collects_events_in_order_through_the_recorder_interface() {
+        let fake = FakeRecorder::new().with_include_object();
+        let recorder = fake.recorder();
+        recorder.event(
+            &ConfigMap::default(),
+            EventType::Warning,
+            "ErrResourceExists",
+            "Resource \"x\" already exists",
+        );
+        let reference = ObjectReference {
+            kind: Some("Foo".into()),
+            api_version: Some("samplecontroller.k8s.io/v1alpha1".into()),
+            name: Some("x".into()),
+            ..ObjectReference::default()
+        };
+        recorder.event_ref(&reference, EventType::Normal, "Synced", "synced");
+        assert_eq!(
+            fake.take_events(),
+            [
+                "Warning ErrResourceExists Resource \"x\" already exists involvedObject{kind=ConfigMap,apiVersion=v1}",
+                "Normal Synced synced involvedObject{kind=Foo,apiVersion=samplecontroller.k8s.io/v1alpha1}",
+            ]
+        );
+        assert!(fake.events().is_empty());
+        assert_eq!(recorder.dropped_events(), 0);
+    }
+}
