@@ -24,6 +24,8 @@
 //! what is already queued, each with **one** attempt and no retry pauses (like
 //! client-go after `Shutdown`), and waits for that at most the given timeout.
 //! Deviation: client-go's `Shutdown` does not flush; events still queued are lost.
+//! Dropping the broadcaster without `shutdown` aborts the task at once (no
+//! background task outlives its owner); queued events are then lost.
 //!
 //! Deviation: events recorded before `start_recording_to_sink` wait in the queue
 //! (client-go's broadcaster drops them when nobody watches yet), and there is one

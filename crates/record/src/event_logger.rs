@@ -9,7 +9,7 @@
 //! strategic merge patch against a copy with those three fields blanked, which
 //! yields the same three fields).
 //!
-//! The key is the full [`get_event_key`](crate::event::get_event_key) for ordinary
+//! The key is the full [`get_event_key`] for ordinary
 //! events (so only identical events merge), and the group key for aggregate events
 //! (so one aggregate Event absorbs its whole group).
 //!

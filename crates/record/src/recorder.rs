@@ -12,7 +12,7 @@
 //! either. client-go makes the same choice (`ActionOrDrop` with `DropIfChannelFull`).
 //!
 //! [`EventRecorder`] is also what unit tests use: built from a
-//! [`FakeRecorder`](crate::FakeRecorder) it collects `"Warning Reason message"`
+//! [`FakeRecorder`] it collects `"Warning Reason message"`
 //! strings instead, so controllers hold one type in production and in tests.
 
 use std::fmt;
