@@ -75,7 +75,7 @@
 
 mod driver;
 mod error;
-mod fake;
+pub mod fake;
 mod name;
 mod procfs;
 pub mod qemu;

@@ -196,12 +196,18 @@ impl QmpClient {
             })
     }
 
-    /// `quit`: QEMU exits. The connection closing before the reply arrives counts as
-    /// success (QEMU was faster than its answer).
+    /// `quit`: QEMU exits. The connection closing (or being reset, or already broken)
+    /// before the reply arrives counts as success: QEMU was faster than its answer.
+    /// Callers that must be sure wait for the process to go away.
     pub async fn quit(&mut self) -> Result<(), QmpError> {
         match self.execute("quit", None).await {
             Ok(_) | Err(QmpError::Closed { .. }) => Ok(()),
-            Err(QmpError::Io { source, .. }) if source.kind() == io::ErrorKind::ConnectionReset => {
+            Err(QmpError::Io { source, .. })
+                if matches!(
+                    source.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
                 Ok(())
             }
             Err(e) => Err(e),
@@ -246,5 +252,206 @@ impl QmpClient {
             }
             return Ok(value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::UnixListener;
+
+    use super::*;
+
+    /// A fresh temp directory for a socket, removed on drop.
+    struct SocketDir(PathBuf);
+
+    impl SocketDir {
+        fn path(&self) -> PathBuf {
+            self.0.join("qmp.sock")
+        }
+    }
+
+    impl Drop for SocketDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn socket_dir() -> SocketDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "vm-driver-qmp-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        SocketDir(dir)
+    }
+
+    /// A scripted QEMU: for every line the client sends, the next answer of `script`
+    /// (one or more lines; `None` = say nothing and keep the connection open).
+    /// Returns the lines the client sent.
+    fn serve(
+        path: &Path,
+        greeting: &'static str,
+        script: Vec<Option<&'static str>>,
+    ) -> tokio::task::JoinHandle<Vec<String>> {
+        let listener = UnixListener::bind(path).unwrap();
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (read, mut write) = stream.into_split();
+            let mut lines = BufReader::new(read).lines();
+            write.write_all(greeting.as_bytes()).await.unwrap();
+            let mut received = Vec::new();
+            for answer in script {
+                let Ok(Some(line)) = lines.next_line().await else {
+                    break;
+                };
+                received.push(line);
+                match answer {
+                    Some(answer) => write.write_all(answer.as_bytes()).await.unwrap(),
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            received
+        })
+    }
+
+    const GREETING: &str = "{\"QMP\": {\"version\": {}, \"capabilities\": [\"oob\"]}}\n";
+
+    #[tokio::test]
+    async fn negotiates_then_skips_events_and_returns_the_reply() {
+        let dir = socket_dir();
+        let path = dir.path();
+        let server = serve(
+            &path,
+            GREETING,
+            vec![
+                Some("{\"return\": {}, \"id\": 1}\n"),
+                Some(concat!(
+                    "{\"event\": \"STOP\", \"timestamp\": {}}\n",
+                    "\n",
+                    "{\"return\": {\"status\": \"paused\", \"running\": false}, \"id\": 2}\n"
+                )),
+            ],
+        );
+        let mut client = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(client.query_status().await.unwrap(), "paused");
+        let sent = server.await.unwrap();
+        let sent: Vec<Value> = sent
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(sent[0], json!({"execute": "qmp_capabilities", "id": 1}));
+        assert_eq!(sent[1], json!({"execute": "query-status", "id": 2}));
+    }
+
+    #[tokio::test]
+    async fn command_errors_carry_class_and_description() {
+        let dir = socket_dir();
+        let path = dir.path();
+        let _server = serve(
+            &path,
+            GREETING,
+            vec![
+                Some("{\"return\": {}}\n"),
+                Some(
+                    "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"no such\"}, \"id\": 2}\n",
+                ),
+            ],
+        );
+        let mut client = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap();
+        let err = client.execute("query-teleport", None).await.unwrap_err();
+        match err {
+            QmpError::Command {
+                command,
+                class,
+                desc,
+            } => {
+                assert_eq!(
+                    (command.as_str(), class.as_str(), desc.as_str()),
+                    ("query-teleport", "CommandNotFound", "no such")
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn quit_accepts_the_connection_closing_before_the_reply() {
+        let dir = socket_dir();
+        let path = dir.path();
+        // Answers capabilities, then closes right after reading `quit`.
+        let server = serve(&path, GREETING, vec![Some("{\"return\": {}}\n"), Some("")]);
+        let mut client = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap();
+        client.quit().await.unwrap();
+        let sent = server.await.unwrap();
+        assert!(sent[1].contains("\"quit\""), "{sent:?}");
+
+        // Already gone before `quit` was even written: also done.
+        let dir = socket_dir();
+        let path = dir.path();
+        let server = serve(&path, GREETING, vec![Some("{\"return\": {}}\n")]);
+        let mut client = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap();
+        server.await.unwrap();
+        client.quit().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_wrong_greeting_or_garbage_is_a_protocol_error() {
+        let dir = socket_dir();
+        let path = dir.path();
+        let _server = serve(&path, "{\"hello\": 1}\n", vec![]);
+        let err = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, QmpError::Protocol { .. }), "{err:?}");
+
+        let dir = socket_dir();
+        let path = dir.path();
+        let _server = serve(&path, GREETING, vec![Some("not json\n")]);
+        let err = QmpClient::connect(&path, Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("invalid JSON"), "{err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_qemu_times_out_instead_of_hanging() {
+        let dir = socket_dir();
+        let path = dir.path();
+        let _server = serve(&path, GREETING, vec![Some("{\"return\": {}}\n"), None]);
+        let mut client = QmpClient::connect(&path, Duration::from_secs(5))
+            .await
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let err = client.query_status().await.unwrap_err();
+        assert!(
+            matches!(err, QmpError::Timeout { ref step, .. } if step == "query-status"),
+            "{err:?}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn connecting_to_nothing_says_which_socket() {
+        let dir = socket_dir();
+        let path = dir.path();
+        let err = QmpClient::connect(&path, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, QmpError::Connect { .. }), "{err:?}");
+        assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
     }
 }
