@@ -24,6 +24,9 @@
 //! - [`controller`]: the loop itself, narrated step by step.
 //! - [`owner`]: controller owner references (`GetControllerOf`, `IsControlledBy`,
 //!   `NewControllerRef`).
+//! - [`options`], [`logging`], [`signals`]: what the binaries share - the
+//!   `--kubeconfig`/`--master`/`--workers`/`--resync-period`/`--log-format` flags, text or
+//!   JSON logs, and graceful shutdown on SIGTERM (sample-controller's `pkg/signals`).
 //! - [`testing`]: [`FakeApi`](testing::FakeApi), a recording in-process API for unit
 //!   tests of sync handlers (client-go's fake clientset actions).
 //!
@@ -72,7 +75,10 @@
 
 pub mod controller;
 pub mod error;
+pub mod logging;
+pub mod options;
 pub mod owner;
+pub mod signals;
 pub mod sync_handler;
 pub mod testing;
 
@@ -80,5 +86,8 @@ pub use controller::{
     CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, wait_for_cache_sync,
 };
 pub use error::{Error, Result};
+pub use logging::{LogFormat, init_logging};
+pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
+pub use signals::setup_signal_handler;
 pub use sync_handler::{Action, SyncHandler};

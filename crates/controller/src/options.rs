@@ -1,0 +1,185 @@
+//! The flags both controller binaries share, as clap [`Args`] structs to
+//! `#[command(flatten)]`, and turning them into a [`kube::Client`].
+//!
+//! The names are sample-controller's (`--kubeconfig`, `--master`) plus the knobs every
+//! kube-controller-manager controller has (`--workers`, `--resync-period`). Every flag
+//! falls back to an environment variable, which is how a Deployment usually sets them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use leaderelection::parse_duration;
+
+use crate::logging::LogFormat;
+
+/// How to reach the API server: client-go's `clientcmd.BuildConfigFromFlags`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClientArgs {
+    /// Path to a kubeconfig. Only required if out-of-cluster; without it the in-cluster
+    /// service account is used, then ~/.kube/config.
+    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The address of the Kubernetes API server. Overrides any value in kubeconfig.
+    /// Only required if out-of-cluster.
+    #[arg(long, env = "KUBE_MASTER", value_name = "URL")]
+    pub master: Option<String>,
+}
+
+/// Why a client configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientConfigError {
+    /// The kubeconfig file could not be read or used.
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No kubeconfig was given, not in a cluster, and no default kubeconfig works.
+    #[error(
+        "no kubeconfig given (--kubeconfig or KUBECONFIG), not running in a cluster, and ~/.kube/config is unusable: {0}"
+    )]
+    Infer(#[source] kube::config::InferConfigError),
+    /// `--master` is not a URL.
+    #[error("--master {master:?} is not a valid URL: {reason}")]
+    Master {
+        /// The value.
+        master: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// The HTTP client could not be built from the configuration (bad TLS material).
+    #[error("building the API client: {0}")]
+    Client(#[source] kube::Error),
+}
+
+impl ClientArgs {
+    /// The client configuration: the kubeconfig file when given, else the in-cluster
+    /// service account, else the default kubeconfig; `--master` overrides the server.
+    pub async fn config(&self) -> Result<kube::Config, ClientConfigError> {
+        let mut config = match &self.kubeconfig {
+            Some(path) => {
+                let err = |source| ClientConfigError::Kubeconfig {
+                    path: path.clone(),
+                    source,
+                };
+                let kubeconfig = Kubeconfig::read_from(path).map_err(err)?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                    .await
+                    .map_err(err)?
+            }
+            None => match kube::Config::incluster() {
+                Ok(config) => config,
+                Err(_) => kube::Config::infer()
+                    .await
+                    .map_err(ClientConfigError::Infer)?,
+            },
+        };
+        if let Some(master) = &self.master {
+            config.cluster_url =
+                master
+                    .parse()
+                    .map_err(|e: http::uri::InvalidUri| ClientConfigError::Master {
+                        master: master.clone(),
+                        reason: e.to_string(),
+                    })?;
+        }
+        Ok(config)
+    }
+
+    /// A client built from [`config`](Self::config).
+    pub async fn client(&self) -> Result<kube::Client, ClientConfigError> {
+        kube::Client::try_from(self.config().await?).map_err(ClientConfigError::Client)
+    }
+}
+
+/// How the controller runs: workers, resync, logs.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Number of workers syncing objects in parallel (client-go's "threadiness").
+    #[arg(long, env = "WORKERS", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+
+    /// How often the informers re-deliver every cached object to the handlers (a safety
+    /// net for missed changes to things outside the cache; 0 disables). Go duration
+    /// syntax: 30s, 10m, 1h.
+    #[arg(long, env = "RESYNC_PERIOD", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub resync_period: Duration,
+
+    /// Log format: text or json.
+    #[arg(long, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_enum)]
+    pub log_format: LogFormat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(cli.run.workers, 2);
+        assert_eq!(cli.run.resync_period, Duration::from_secs(30));
+        assert_eq!(cli.run.log_format, LogFormat::Text);
+        let cli = Cli::try_parse_from([
+            "x",
+            "--workers",
+            "5",
+            "--resync-period",
+            "1m30s",
+            "--log-format",
+            "json",
+            "--kubeconfig",
+            "/k",
+            "--master",
+            "https://h:6443",
+        ])
+        .unwrap();
+        assert_eq!(cli.run.workers, 5);
+        assert_eq!(cli.run.resync_period, Duration::from_secs(90));
+        assert_eq!(cli.run.log_format, LogFormat::Json);
+        assert_eq!(
+            cli.client.kubeconfig.as_deref(),
+            Some(std::path::Path::new("/k"))
+        );
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        for args in [
+            &["x", "--workers", "0"][..],
+            &["x", "--resync-period", "soon"],
+            &["x", "--log-format", "xml"],
+        ] {
+            let err = Cli::try_parse_from(args)
+                .err()
+                .expect("rejected")
+                .to_string();
+            assert!(err.contains(args[1]), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_names_the_file() {
+        let args = ClientArgs {
+            kubeconfig: Some("/nonexistent/kubeconfig".into()),
+            master: None,
+        };
+        let err = args.config().await.unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+    }
+}
