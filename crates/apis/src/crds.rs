@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 use crate::cloudnative::v1alpha1::VirtualMachine;
-use crate::samplecontroller::v1alpha1::Foo;
+use crate::samplecontroller::v1alpha1::foo_crd;
 
 /// The comment every generated file starts with.
 pub const GENERATED_HEADER: &str = "\
@@ -26,7 +26,7 @@ pub const GENERATED_HEADER: &str = "\
 /// Every CustomResourceDefinition of this workspace, in a fixed order:
 /// `foos.samplecontroller.k8s.io`, then `virtualmachines.cloudnative.tw`.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![Foo::crd(), VirtualMachine::crd()]
+    vec![foo_crd(), VirtualMachine::crd()]
 }
 
 /// The file a CRD is written to, kubebuilder style: `<group>_<plural>.yaml`

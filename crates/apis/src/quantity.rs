@@ -3,7 +3,7 @@
 //!
 //! In Go a controller calls `q.Value()` (the quantity rounded **up** to an
 //! integer) or `q.MilliValue()`. k8s-openapi's
-//! [`Quantity`](k8s_openapi::apimachinery::pkg::api::resource::Quantity) is
+//! [`Quantity`] is
 //! only the string, so this module parses it. It follows the grammar of
 //! `resource.ParseQuantity`:
 //!

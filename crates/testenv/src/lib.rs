@@ -41,6 +41,8 @@
 #![warn(missing_docs)]
 
 mod control_plane;
+/// Installing CRDs and waiting until they are served ([`crd::install_crds`]).
+pub mod crd;
 mod error;
 mod namespace;
 mod process;

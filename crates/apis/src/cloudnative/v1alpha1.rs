@@ -69,6 +69,9 @@ pub const ROOT_DISK_MESSAGE: &str =
 
 /// VirtualMachineSpec is the desired state of a VirtualMachine.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+// Several printcolumns share `type_ = "string"`; clippy mistakes that for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[kube(
     group = "cloudnative.tw",
     version = "v1alpha1",

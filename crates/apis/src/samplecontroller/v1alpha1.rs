@@ -25,9 +25,9 @@
 //!
 //! `#[derive(CustomResource)]` on [`FooSpec`] generates the [`Foo`] object
 //! itself (`apiVersion`, `kind`, `metadata`, `spec`, `status`), its
-//! [`kube::Resource`] impl (so `kube::Api<Foo>` works) and `Foo::crd()`, the
-//! CustomResourceDefinition that `hack/update-crds.sh` writes to
-//! `deploy/crds/samplecontroller.k8s.io_foos.yaml`.
+//! [`kube::Resource`] impl (so `kube::Api<Foo>` works) and `Foo::crd()`, from
+//! which [`foo_crd`] builds the CustomResourceDefinition that
+//! `hack/update-crds.sh` writes to `deploy/crds/samplecontroller.k8s.io_foos.yaml`.
 //!
 //! ```
 //! use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
@@ -38,11 +38,15 @@
 //! assert_eq!(json["spec"]["deploymentName"], "example-foo-deploy");
 //! ```
 
-use kube::CustomResource;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Approval annotation required for CRDs in a `*.k8s.io` group
+/// The annotation key that approves an API in a protected group.
+pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+/// Value of the approval annotation required for CRDs in a `*.k8s.io` group
 /// ([KEP-2337](https://github.com/kubernetes/enhancements/blob/master/keps/sig-api-machinery/2337-k8s.io-group-protection/README.md)).
 ///
 /// The API server refuses a CRD in a protected group without it; an
@@ -50,6 +54,21 @@ use serde::{Deserialize, Serialize};
 /// `KubernetesAPIApprovalPolicyConformant` condition to false. This is the
 /// value sample-controller's own CRD uses.
 pub const API_APPROVED_ANNOTATION_VALUE: &str = "unapproved, experimental-only; please get an approval from Kubernetes API reviewers if you're trying to develop a CRD in the *.k8s.io or *.kubernetes.io groups";
+
+/// Foo's CustomResourceDefinition as `deploy/crds` ships it: `Foo::crd()`
+/// plus the [`API_APPROVED_ANNOTATION`].
+///
+/// Use this, not `Foo::crd()`, to install the CRD. The annotation is added here
+/// rather than with `#[kube(annotation(...))]` because kube-derive also puts
+/// that attribute's annotations on every object `Foo::new` builds.
+pub fn foo_crd() -> CustomResourceDefinition {
+    let mut crd = Foo::crd();
+    crd.metadata.annotations.get_or_insert_default().insert(
+        API_APPROVED_ANNOTATION.to_string(),
+        API_APPROVED_ANNOTATION_VALUE.to_string(),
+    );
+    crd
+}
 
 /// The replica count of a Foo that does not say (the schema's `default`).
 pub const DEFAULT_REPLICAS: i32 = 1;
@@ -61,6 +80,9 @@ pub const MAX_REPLICAS: i32 = 10;
 /// FooSpec is the spec for a Foo resource: which Deployment to run, and how
 /// many replicas of it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+// Several printcolumns share `type_ = "string"`; clippy mistakes that for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[kube(
     group = "samplecontroller.k8s.io",
     version = "v1alpha1",
@@ -70,10 +92,6 @@ pub const MAX_REPLICAS: i32 = 10;
     status = "FooStatus",
     derive = "PartialEq",
     doc = "Foo is a specification for a Foo resource: a Deployment of nginx named spec.deploymentName with spec.replicas replicas.",
-    annotation(
-        "api-approved.kubernetes.io",
-        "unapproved, experimental-only; please get an approval from Kubernetes API reviewers if you're trying to develop a CRD in the *.k8s.io or *.kubernetes.io groups"
-    ),
     printcolumn(
         name = "Deployment",
         type_ = "string",
