@@ -32,7 +32,7 @@ pub enum Error {
         name: String,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
 }
 
@@ -40,7 +40,7 @@ impl Error {
     /// Whether the API answered 409 Conflict (optimistic concurrency: our cached copy
     /// was stale).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 409)
+        matches!(self, Error::Api { source, .. } if matches!(&**source, kube::Error::Api(status) if status.code == 409))
     }
 }
 

@@ -111,7 +111,7 @@ impl FooSyncer {
             action,
             namespace: namespace.to_string(),
             name: deployment_name.to_string(),
-            source,
+            source: Box::new(source),
         };
         let mut deployment = match self.deployments.get(namespace, deployment_name) {
             Ok(deployment) => deployment,
@@ -135,7 +135,7 @@ impl FooSyncer {
                 &*foo,
                 EventType::Warning,
                 ERR_RESOURCE_EXISTS,
-                &err.to_string(),
+                err.to_string(),
             );
             return Err(err);
         }
@@ -182,7 +182,7 @@ impl FooSyncer {
                     action: "update Foo status",
                     namespace: namespace.to_string(),
                     name: name.to_string(),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
 
