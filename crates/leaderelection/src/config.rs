@@ -75,7 +75,10 @@ impl LeaderElectionConfig {
                 renew_deadline: self.renew_deadline,
             });
         }
-        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+        // (A product too large for a Duration is larger than any renew deadline.)
+        let jittered_retry =
+            Duration::try_from_secs_f64(self.retry_period.as_secs_f64() * JITTER_FACTOR);
+        if jittered_retry.is_err() || jittered_retry.is_ok_and(|j| self.renew_deadline <= j) {
             return Err(
                 ConfigError::RenewDeadlineNotGreaterThanJitteredRetryPeriod {
                     renew_deadline: self.renew_deadline,

@@ -22,6 +22,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use parking_lot::Mutex;
 use rand::Rng;
 use tokio::time::Instant;
@@ -178,7 +179,7 @@ impl LeaderElector {
     async fn renew(&self, cancel: &CancellationToken, leading: &CancellationToken) {
         let lock = self.config.lock.describe();
         loop {
-            let deadline = Instant::now() + self.config.renew_deadline;
+            let deadline = after(self.config.renew_deadline);
             let round = self.renew_round(cancel, deadline).await;
             self.maybe_report_transition();
             match round {
@@ -220,7 +221,7 @@ impl LeaderElector {
                 Ok(false) => {}
                 Err(_elapsed) => return RenewRound::DeadlinePassed,
             }
-            let next = (Instant::now() + self.config.retry_period).min(deadline);
+            let next = after(self.config.retry_period).min(deadline);
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return RenewRound::Cancelled,
@@ -295,7 +296,7 @@ impl LeaderElector {
     pub(crate) async fn try_acquire_or_renew(&self) -> bool {
         let lock = &self.config.lock;
         let now = Instant::now();
-        let wall_now = now_micros();
+        let wall_now = self.next_renew_time();
         let mut record = LeaderElectionRecord {
             holder_identity: self.identity().to_string(),
             lease_duration_seconds: lease_duration_seconds(self.config.lease_duration),
@@ -390,6 +391,24 @@ impl LeaderElector {
         }
     }
 
+    /// The wall-clock time for the record we are about to write. If we are the
+    /// observed holder, strictly after the observed `renewTime`: every renewal must
+    /// *change* the record, since a change is all the others look at, even when two
+    /// renewals fall within one microsecond (a clock step back, or paused-time tests).
+    fn next_renew_time(&self) -> Timestamp {
+        let now = now_micros();
+        let observed = self.observed.lock();
+        if observed.record.holder_identity != self.identity() {
+            return now;
+        }
+        match observed.record.renew_time {
+            Some(last) if last >= now => last
+                .checked_add(SignedDuration::from_micros(1))
+                .unwrap_or(now),
+            _ => now,
+        }
+    }
+
     /// client-go's `setObservedRecord`: what we wrote is what we observe, as of now.
     fn set_observed_record(&self, record: LeaderElectionRecord, resource_version: String) {
         let mut observed = self.observed.lock();
@@ -429,14 +448,25 @@ impl std::fmt::Debug for LeaderElector {
 /// counted from when we observed it, has not run out at `now`.
 fn is_lease_valid(observed: &Observed, now: Instant) -> bool {
     let seconds = u64::try_from(observed.record.lease_duration_seconds).unwrap_or(0);
-    observed
-        .time
-        .is_some_and(|time| time + Duration::from_secs(seconds) > now)
+    observed.time.is_some_and(|time| {
+        time.checked_add(Duration::from_secs(seconds))
+            .is_none_or(|expiry| expiry > now)
+    })
 }
 
-/// `wait.Jitter`: `duration` plus a random extra in `[0, factor * duration)`.
+/// `wait.Jitter`: `duration` plus a random extra in `[0, factor * duration)`
+/// (saturating instead of overflowing for absurd durations).
 fn jitter(duration: Duration, factor: f64) -> Duration {
-    duration + duration.mul_f64(rand::rng().random::<f64>() * factor)
+    let extra = duration.as_secs_f64() * rand::rng().random::<f64>() * factor;
+    duration.saturating_add(Duration::try_from_secs_f64(extra).unwrap_or(Duration::MAX))
+}
+
+/// `now + duration`, or about 30 years from now if that overflows (as tokio's own
+/// timers do).
+fn after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// Marks the elector as not running when `run` ends or is dropped.

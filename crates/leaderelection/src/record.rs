@@ -77,7 +77,9 @@ pub fn now_micros() -> Timestamp {
 /// before the leader gives up on itself. Rounding up keeps the safe direction: the
 /// others wait at least as long as configured. (For whole seconds both agree.)
 pub fn lease_duration_seconds(lease_duration: Duration) -> i32 {
-    let seconds = lease_duration.as_secs() + u64::from(lease_duration.subsec_nanos() > 0);
+    let seconds = lease_duration
+        .as_secs()
+        .saturating_add(u64::from(lease_duration.subsec_nanos() > 0));
     i32::try_from(seconds).unwrap_or(i32::MAX)
 }
 

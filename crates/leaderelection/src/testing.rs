@@ -6,8 +6,9 @@
 //! [`LockError::Conflict`] exactly like a 409. Each candidate gets its own
 //! [`MemoryLock`] on it, whose network can be scripted: [`MemoryLock::set_failing`]
 //! (every request fails, like an unreachable API server), [`MemoryLock::set_hanging`]
-//! (requests never complete) and [`MemoryLock::set_latency`] (requests reach the
-//! "server" only after a delay, which makes races between candidates likely). All
+//! (requests never complete), [`MemoryLock::set_latency`] and
+//! [`MemoryLock::set_write_latency`] (requests reach the "server" only after a delay,
+//! which makes races between candidates certain). All
 //! waiting is `tokio::time`, so tests run with paused time. Every request is logged
 //! ([`MemoryLease::operations`]).
 
@@ -139,6 +140,7 @@ struct Network {
     failing: bool,
     hanging: bool,
     latency: Duration,
+    write_latency: Duration,
 }
 
 /// One candidate's [`ResourceLock`] on a [`MemoryLease`]. Cloning shares the
@@ -167,11 +169,24 @@ impl MemoryLock {
         self.network.lock().latency = latency;
     }
 
+    /// Every create and update reaches the lease only after `latency` (on top of
+    /// [`set_latency`](Self::set_latency)); reads stay fast. While one candidate's
+    /// write is on its way, another's read still sees the old record, so both decide
+    /// to write: the race that optimistic concurrency must settle.
+    pub fn set_write_latency(&self, latency: Duration) {
+        self.network.lock().write_latency = latency;
+    }
+
     /// Waits like the network would; `Err` if the request fails.
-    async fn transmit(&self) -> Result<(), LockError> {
+    async fn transmit(&self, write: bool) -> Result<(), LockError> {
         let (hanging, latency) = {
             let network = self.network.lock();
-            (network.hanging, network.latency)
+            let extra = if write {
+                network.write_latency
+            } else {
+                Duration::ZERO
+            };
+            (network.hanging, network.latency + extra)
         };
         if hanging {
             futures::future::pending::<()>().await;
@@ -210,7 +225,7 @@ impl MemoryLock {
     }
 
     async fn get_record(&self) -> Result<Option<LockRecord>, LockError> {
-        if let Err(e) = self.transmit().await {
+        if let Err(e) = self.transmit(false).await {
             self.log_failure(OpKind::Get);
             return Err(e);
         }
@@ -220,7 +235,7 @@ impl MemoryLock {
     }
 
     async fn create_record(&self, record: LeaderElectionRecord) -> Result<String, LockError> {
-        if let Err(e) = self.transmit().await {
+        if let Err(e) = self.transmit(true).await {
             self.log_failure(OpKind::Create);
             return Err(e);
         }
@@ -241,7 +256,7 @@ impl MemoryLock {
         record: LeaderElectionRecord,
         resource_version: String,
     ) -> Result<String, LockError> {
-        if let Err(e) = self.transmit().await {
+        if let Err(e) = self.transmit(true).await {
             self.log_failure(OpKind::Update);
             return Err(e);
         }
