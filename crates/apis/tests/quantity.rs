@@ -188,3 +188,49 @@ fn resource_parse_names_the_bad_field() {
         assert!(err.to_string().starts_with(field), "{err}");
     }
 }
+
+mod properties {
+    use apis::quantity::parse_ceil;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn integers_parse_to_themselves(n: u64) {
+            prop_assert_eq!(parse_ceil(&n.to_string()), Ok(n));
+        }
+
+        #[test]
+        fn binary_suffixes_multiply_exactly(n in 0u64..1 << 20, shift in 1usize..=6) {
+            let suffix = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][shift - 1];
+            let want = u128::from(n) << (10 * shift);
+            let got = parse_ceil(&format!("{n}{suffix}"));
+            match u64::try_from(want) {
+                Ok(want) => prop_assert_eq!(got, Ok(want)),
+                Err(_) => prop_assert!(got.is_err()),
+            }
+        }
+
+        #[test]
+        fn milli_values_round_up(n: u64) {
+            prop_assert_eq!(parse_ceil(&format!("{n}m")), Ok(n.div_ceil(1000)));
+        }
+
+        #[test]
+        fn decimal_fractions_round_up(int in 0u64..1 << 40, frac in 0u32..1000) {
+            let want = int + u64::from(frac != 0);
+            prop_assert_eq!(parse_ceil(&format!("{int}.{frac:03}")), Ok(want));
+        }
+
+        #[test]
+        fn never_panics(s in "\\PC{0,24}") {
+            let _ = parse_ceil(&s);
+        }
+
+        #[test]
+        fn near_quantities_never_panic(
+            s in "[+-]?[0-9]{0,30}(\\.[0-9]{0,30})?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,12})?"
+        ) {
+            let _ = parse_ceil(&s);
+        }
+    }
+}

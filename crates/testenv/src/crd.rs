@@ -14,9 +14,10 @@
 //! Several test binaries may share one control plane and install the same
 //! CRDs at the same time. Each CRD is written with **server-side apply**, a
 //! fixed field manager ([`FIELD_MANAGER`](crate::crd::FIELD_MANAGER)) and
-//! `force`: applying the same object twice is a no-op, two concurrent applies of the same object both
-//! succeed (no create-vs-exists race, no resourceVersion conflicts), and a CRD
-//! left over from an older run is updated to the new schema.
+//! `force`: applying the same object twice is a no-op, two concurrent applies
+//! of the same object both succeed (no create-vs-exists race, no
+//! resourceVersion conflicts), and a CRD left over from an older run is
+//! updated to the new schema.
 
 use std::time::Duration;
 
@@ -127,4 +128,23 @@ fn crd_name(crd: &CustomResourceDefinition) -> Result<&str> {
         .name
         .as_deref()
         .ok_or_else(|| Error::InvalidRequest("a CRD without metadata.name".to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_crd_without_a_name_is_refused_before_any_request() {
+        // Nothing listens on port 1: any request would fail with a Kube error.
+        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let err = install_crds(&client, &[CustomResourceDefinition::default()])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidRequest(m) if m.contains("metadata.name")),
+            "{err}"
+        );
+    }
 }
