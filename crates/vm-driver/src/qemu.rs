@@ -69,8 +69,8 @@ use server_dir::{ServerDir, ServerRecord, new_uuid};
 pub const DEFAULT_USAGE_INTERVAL: Duration = Duration::from_millis(250);
 /// Default for [`QemuDriver::with_stop_timeout`].
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
-/// Timeout of each QMP step (connect, greeting, each command).
-const QMP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`QemuDriver::with_qmp_timeout`].
+pub const DEFAULT_QMP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `qemu-img` and QEMU's start-up (until daemonized) may take.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a SIGKILLed process may take to disappear.
@@ -88,6 +88,7 @@ pub struct QemuDriver {
     kvm: bool,
     usage_interval: Duration,
     stop_timeout: Duration,
+    qmp_timeout: Duration,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -116,6 +117,7 @@ impl QemuDriver {
             kvm: launch::kvm_usable(),
             usage_interval: DEFAULT_USAGE_INTERVAL,
             stop_timeout: DEFAULT_STOP_TIMEOUT,
+            qmp_timeout: DEFAULT_QMP_TIMEOUT,
             locks: Mutex::default(),
         })
     }
@@ -146,6 +148,13 @@ impl QemuDriver {
     /// How long delete waits for QEMU to exit after QMP `quit` before `SIGKILL`.
     pub fn with_stop_timeout(mut self, timeout: Duration) -> Self {
         self.stop_timeout = timeout;
+        self
+    }
+
+    /// The timeout of each QMP step (connect, greeting, each command). A QEMU that
+    /// does not answer in time fails status calls; delete goes on to `SIGKILL`.
+    pub fn with_qmp_timeout(mut self, timeout: Duration) -> Self {
+        self.qmp_timeout = timeout;
         self
     }
 
@@ -273,7 +282,7 @@ impl QemuDriver {
         pid: i32,
     ) -> Result<(), DriverError> {
         let quit = async {
-            QmpClient::connect(&dir.qmp_socket_path(), QMP_TIMEOUT)
+            QmpClient::connect(&dir.qmp_socket_path(), self.qmp_timeout)
                 .await?
                 .quit()
                 .await
@@ -324,7 +333,7 @@ impl QemuDriver {
             name: dir.name.clone(),
             source,
         };
-        let mut client = QmpClient::connect(&dir.qmp_socket_path(), QMP_TIMEOUT)
+        let mut client = QmpClient::connect(&dir.qmp_socket_path(), self.qmp_timeout)
             .await
             .map_err(qmp_error)?;
         let status = client.query_status().await.map_err(qmp_error)?;

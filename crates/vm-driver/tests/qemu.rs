@@ -129,9 +129,13 @@ async fn lifecycle_idempotency_and_restart() {
     assert_eq!(status.state.to_string(), "Running");
     assert!(status.memory_percent > 0.0, "{status:?}");
     assert!(
-        status.cpu_percent.is_finite() && status.cpu_percent >= 0.0,
-        "{status:?}"
+        status.memory_percent < 400.0,
+        "RSS of a 64 MiB VM: {status:?}"
     );
+    // Whole-process CPU per vCPU: at most every host core busy, plus rounding slack.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    assert!(status.cpu_percent >= 0.0, "{status:?}");
+    assert!(status.cpu_percent <= 100.0 * cores + 10.0, "{status:?}");
 
     // Create again: same id, same single process.
     assert_eq!(first.create_server(&spec).await.unwrap(), id);
@@ -245,6 +249,32 @@ async fn a_reused_pid_is_never_adopted_or_killed() {
         "delete must not kill a process that is not our QEMU"
     );
     stranger.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qemu_that_ignores_quit_is_killed() {
+    let (dir, _cleanup) = state_dir("hung");
+    driver(&dir)
+        .await
+        .create_server(&tiny("vm-4"))
+        .await
+        .unwrap();
+    // Short timeouts only now, so a slow CI start-up cannot fail the create.
+    let driver = driver(&dir)
+        .await
+        .with_qmp_timeout(Duration::from_millis(500))
+        .with_stop_timeout(Duration::from_secs(1));
+    let disk = dir.join("vm-4/disk.qcow2");
+    let pid = driver.server_pid("vm-4").unwrap().expect("running");
+    // A stopped process accepts the QMP connection but never answers or exits.
+    // SAFETY: kill has no memory-safety preconditions; pid is the verified QEMU.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+
+    let err = driver.server_status("vm-4").await.unwrap_err();
+    assert!(matches!(err, DriverError::Qmp { .. }), "{err:?}");
+    driver.delete_server("vm-4").await.unwrap();
+    assert!(processes_using(&disk).is_empty());
+    assert!(!dir.join("vm-4").exists());
 }
 
 #[tokio::test]
