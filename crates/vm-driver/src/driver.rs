@@ -6,12 +6,12 @@
 //! response was lost, the status update conflicted) runs again from the top with the
 //! same key, and must converge instead of doing the work twice.
 //!
-//! | controller101 (`driver.Interface`) | here                          | idempotent means                               |
-//! |------------------------------------|-------------------------------|------------------------------------------------|
-//! | `CreateServer(*CreateRequest)`     | [`Driver::create_server`]     | an existing server's id is returned; never a second server |
-//! | `DeleteServer(name)`               | [`Driver::delete_server`]     | deleting a missing server is `Ok(())`          |
-//! | `IsServerExist(name)`              | [`Driver::server_exists`]     | a pure read                                    |
-//! | `GetServerStatus(name)`            | [`Driver::server_status`]     | a pure read; a missing server is [`DriverError::NotFound`] |
+//! | controller101 driver call | here                      | idempotent means                                           |
+//! |---------------------------|---------------------------|------------------------------------------------------------|
+//! | create server             | [`Driver::create_server`] | an existing server's id is returned; never a second server |
+//! | delete server             | [`Driver::delete_server`] | deleting a missing server is `Ok(())`                      |
+//! | does the server exist     | [`Driver::server_exists`] | a pure read                                                |
+//! | server status             | [`Driver::server_status`] | a pure read; a missing server is [`DriverError::NotFound`] |
 //!
 //! The trait is object safe (`Arc<dyn Driver>`): methods return a boxed future, the
 //! same pattern as `cache::ListerWatcher`, so a controller can hold "some driver" and
@@ -28,7 +28,7 @@ use crate::name::validate_name;
 /// Largest vCPU count a spec may ask for (QEMU's `pc` machine without x2APIC).
 pub const MAX_CPUS: u32 = 255;
 
-/// What a server should look like: controller101's `CreateRequest`.
+/// What a server should look like: controller101's create request.
 ///
 /// The controller converts the Kubernetes quantities of a VirtualMachine (`cpu: 2`,
 /// `memory: 64Mi`, `disk: 1Gi`) to plain numbers before it calls the driver, so this
@@ -94,7 +94,7 @@ impl ServerSpec {
     }
 }
 
-/// The stable identity of a server: controller101's `CreateReponse.ID`.
+/// The stable identity of a server: the ID in controller101's create response.
 ///
 /// For the QEMU driver it is a UUID written into the server's state directory and
 /// given to QEMU with `-uuid`, so it survives restarts of both QEMU and the
@@ -175,7 +175,7 @@ impl fmt::Display for ServerState {
     }
 }
 
-/// The observed state and usage of a server: controller101's `GetStatusReponse`.
+/// The observed state and usage of a server: controller101's status response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerStatus {
     /// The run state.

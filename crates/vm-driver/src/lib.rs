@@ -7,14 +7,19 @@
 //! Kubernetes dependency at all (the controller converts `cpu: 1`, `memory: 64Mi`
 //! to numbers before calling).
 //!
-//! | controller101 `pkg/driver`                  | here                             |
-//! |---------------------------------------------|----------------------------------|
-//! | `Interface`                                 | [`Driver`] (object safe: `Arc<dyn Driver>`) |
-//! | `CreateRequest{Name, CPU, Memory}`          | [`ServerSpec`] (+ root disk size) |
-//! | `CreateReponse{ID}`                         | [`ServerId`]                     |
-//! | `GetStatusReponse{State, CPUPercentage, MemoryPercentage}` | [`ServerStatus`], [`ServerState`] |
-//! | the OpenStack driver                        | [`QemuDriver`]: local QEMU processes via QMP |
-//! | (test doubles)                              | [`FakeDriver`]: in memory, fault injection |
+//! | controller101 `pkg/driver`                          | here                                        |
+//! |-------------------------------------------------------|---------------------------------------------|
+//! | the driver `Interface` (create, delete, exists, status) | [`Driver`] (object safe: `Arc<dyn Driver>`) |
+//! | the create request (name, CPU, memory)                | [`ServerSpec`] (plus a root disk size)      |
+//! | the create response (the server's ID)                 | [`ServerId`]                                |
+//! | the status response (state, CPU %, memory %)          | [`ServerStatus`], [`ServerState`]           |
+//! | the OpenStack driver                                  | [`QemuDriver`]: local QEMU processes via QMP |
+//! | (test doubles)                                        | [`FakeDriver`]: in memory, fault injection  |
+//!
+//! Two differences from controller101: every call here is `async` (a controller
+//! worker must not block a runtime thread on a hypervisor), and errors are typed
+//! ([`DriverError`]) so a controller can tell "not found" and "invalid" from
+//! "retry later".
 //!
 //! # Idempotency
 //!
