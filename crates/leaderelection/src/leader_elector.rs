@@ -42,6 +42,17 @@ pub struct AlreadyRunning {
     pub lock: String,
 }
 
+/// [`LeaderElector::check`] failed: we still consider ourselves leader, but have
+/// not renewed for longer than the lease plus the tolerance.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("failed election to renew leadership on lease {name} (last renewal {since:?} ago)")]
+pub struct LeaseExpired {
+    /// The election's [`LeaderElectionConfig::name`].
+    pub name: String,
+    /// How long ago the last renewal was observed (`None`: never).
+    pub since: Option<Duration>,
+}
+
 /// What this candidate last saw of the election: client-go's `observedRecord`,
 /// `observedRawRecord`, `observedTime`, `reportedLeader`, plus the resourceVersion
 /// that client-go's `LeaseLock` keeps inside its cached Lease.
@@ -119,6 +130,30 @@ impl LeaderElector {
     /// passed to `on_started_leading`.
     pub fn is_leader(&self) -> bool {
         self.observed.lock().record.holder_identity == self.identity()
+    }
+
+    /// client-go's `Check` (behind its `HealthzAdaptor`): for a health endpoint. Fails
+    /// if we are the observed leader but our last successful write is older than
+    /// `lease_duration + max_tolerable_expired_lease`: by then we should have stopped
+    /// leading, so something (a deadlock, a starved runtime) keeps this process from
+    /// doing so, and it should be restarted. A non-leader is always healthy.
+    pub fn check(&self, max_tolerable_expired_lease: Duration) -> Result<(), LeaseExpired> {
+        let observed = self.observed.lock();
+        if observed.record.holder_identity != self.identity() {
+            return Ok(());
+        }
+        let since = observed.time.map(|time| time.elapsed());
+        let limit = self
+            .config
+            .lease_duration
+            .saturating_add(max_tolerable_expired_lease);
+        match since {
+            Some(since) if since <= limit => Ok(()),
+            _ => Err(LeaseExpired {
+                name: self.config.name.clone(),
+                since,
+            }),
+        }
     }
 
     /// client-go's `Run`: campaign until leader, lead until leadership is lost or

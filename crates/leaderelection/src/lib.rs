@@ -9,7 +9,7 @@
 //! | `resourcelock.LeaseLock`                    | [`LeaseLock`]                 |
 //! | `LeaderElectionConfig`, `NewLeaderElector` checks | [`LeaderElectionConfig`], [`ConfigError`] |
 //! | `LeaderCallbacks`                           | [`LeaderCallbacks`]           |
-//! | `LeaderElector` (`Run`, `IsLeader`, `GetLeader`) | [`LeaderElector`]        |
+//! | `LeaderElector` (`Run`, `IsLeader`, `GetLeader`, `Check`) | [`LeaderElector`] |
 //! | `os.Hostname() + "_" + uuid.NewUUID()`      | [`default_identity`]          |
 //! | component-base `--leader-elect*` flags      | [`LeaderElectionArgs`], [`parse_duration`] |
 //!
@@ -179,7 +179,7 @@ pub use config::{
 };
 pub use duration::{ParseDurationError, parse_duration};
 pub use identity::default_identity;
-pub use leader_elector::{AlreadyRunning, LeaderElector};
+pub use leader_elector::{AlreadyRunning, LeaderElector, LeaseExpired};
 pub use lease_lock::LeaseLock;
 pub use record::{
     LeaderElectionRecord, leader_election_record_to_lease_spec,

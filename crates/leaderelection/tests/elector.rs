@@ -308,6 +308,12 @@ async fn a_leader_whose_renewals_fail_stops_at_the_renew_deadline_before_anyone_
         h.next("a", Kind::Started, Duration::from_secs(1)).await;
         let b = h.start("b", false);
         sleep(Duration::from_secs(21)).await;
+        assert_eq!(a.elector.check(Duration::ZERO), Ok(()));
+        assert_eq!(
+            b.elector.check(Duration::ZERO),
+            Ok(()),
+            "a follower is healthy"
+        );
 
         // The API server becomes unreachable for "a" only.
         if hanging {
@@ -334,6 +340,10 @@ async fn a_leader_whose_renewals_fail_stops_at_the_renew_deadline_before_anyone_
         h.assert_one_leader_at_a_time();
         assert_eq!(h.lease.get().unwrap().record.holder_identity, "b");
         a.task.await.unwrap(); // run returned on its own
+        // Still the observed holder, long after the lease: the health check fails.
+        let since = Instant::now() - last_renewal;
+        assert!(a.elector.check(since - LEASE - TICK).is_err());
+        assert!(a.elector.check(since - LEASE).is_ok());
         b.task.abort();
     }
 }
