@@ -11,6 +11,7 @@
 //! | `DeltaFIFO`, `Delta`, `DeletedFinalStateUnknown` | [`DeltaFifo`], [`Delta`], [`DeletedFinalStateUnknown`] |
 //! | `ListerWatcher`, `NewFilteredListWatchFromClient` | [`ListerWatcher`], [`ApiListerWatcher`] |
 //! | `Reflector`                                  | [`Reflector`]                 |
+//! | `cache.MetricsProvider`, `SetReflectorMetricsProvider` | [`ReflectorMetricsProvider`], [`set_global_reflector_metrics_provider`] |
 //! | `ResourceEventHandler(Funcs)`                | [`EventHandler`], [`EventHandlerFuncs`] |
 //! | `SharedIndexInformer`                        | [`SharedIndexInformer`]       |
 //! | `SharedInformerFactory`                      | [`SharedInformerFactory`]     |
@@ -99,6 +100,7 @@ pub mod factory;
 pub mod keys;
 pub mod lister;
 pub mod lister_watcher;
+pub mod metrics;
 pub mod processor_listener;
 pub mod reflector;
 pub mod selector;
@@ -120,6 +122,7 @@ pub use lister_watcher::{
     ApiListerWatcher, DEFAULT_PAGE_SIZE, ListOptions, ListPage, ListerWatcher, WatchOptions,
     WatchStream,
 };
+pub use metrics::{ReflectorMetricsProvider, set_global_reflector_metrics_provider};
 pub use processor_listener::{EventHandler, EventHandlerFuncs};
 pub use reflector::{BackoffConfig, Reflector, is_gone};
 pub use selector::Selector;

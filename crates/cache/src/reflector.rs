@@ -60,6 +60,7 @@ use crate::delta_fifo::DeltaFifo;
 use crate::lister_watcher::{
     DEFAULT_PAGE_SIZE, ListOptions, ListerWatcher, WatchOptions, WatchStream,
 };
+use crate::metrics::{ReflectorMetrics, ReflectorMetricsProvider};
 
 /// Backoff settings for errors: client-go's `NewExponentialBackoffManager(800ms, 30s,
 /// 2min, 2.0, 1.0)`.
@@ -140,6 +141,8 @@ pub struct Reflector<K> {
     page_size: u32,
     backoff: BackoffConfig,
     last_sync_resource_version: Mutex<String>,
+    /// `None` unless a metrics provider is installed (see [`crate::metrics`]).
+    metrics: Option<ReflectorMetrics>,
 }
 
 impl<K> fmt::Debug for Reflector<K> {
@@ -168,14 +171,23 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         store: Arc<DeltaFifo<K>>,
     ) -> Self {
+        let name = name.into();
         Self {
-            name: name.into(),
+            metrics: ReflectorMetrics::resolve(&name, None),
+            name,
             lister_watcher,
             store,
             page_size: DEFAULT_PAGE_SIZE,
             backoff: BackoffConfig::default(),
             last_sync_resource_version: Mutex::new(String::new()),
         }
+    }
+
+    /// Reports this reflector's metrics to `provider` instead of the global one
+    /// ([`set_global_reflector_metrics_provider`](crate::metrics::set_global_reflector_metrics_provider)).
+    pub fn with_metrics_provider(mut self, provider: Arc<dyn ReflectorMetricsProvider>) -> Self {
+        self.metrics = ReflectorMetrics::resolve(&self.name, Some(&provider));
+        self
     }
 
     /// Sets the list page size (default 500; 0 = no paging).
@@ -199,6 +211,9 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     fn set_resource_version(&self, rv: &str) {
         if !rv.is_empty() {
             rv.clone_into(&mut self.last_sync_resource_version.lock());
+            if let Some(m) = &self.metrics {
+                m.resource_version(rv);
+            }
         }
     }
 
@@ -216,12 +231,16 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             }
             if need_list {
                 // Always the most recent state: see "Which resourceVersion" above.
+                let list_started = Instant::now();
                 let listed = tokio::select! {
                     _ = cancel.cancelled() => return,
                     listed = self.list("") => listed,
                 };
+                if let Some(m) = &self.metrics {
+                    m.list_done(listed.as_ref().ok().copied(), list_started.elapsed());
+                }
                 match listed {
-                    Ok(()) => {
+                    Ok(_) => {
                         need_list = false;
                         list_gone_once = false;
                     }
@@ -246,6 +265,9 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 timeout_seconds: rand::rng().random_range(300..600),
                 allow_bookmarks: true,
             };
+            if let Some(m) = &self.metrics {
+                m.watch_started();
+            }
             let started = tokio::select! {
                 _ = cancel.cancelled() => return,
                 started = self.lister_watcher.watch(&options) => started,
@@ -259,6 +281,9 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 WatchEnd::Cancelled => return,
                 WatchEnd::Closed { events, lasted } => {
                     if events == 0 && lasted < Duration::from_secs(1) {
+                        if let Some(m) = &self.metrics {
+                            m.short_watch();
+                        }
                         tracing::warn!(reflector = %self.name, "very short watch: closed after {lasted:?} with no events");
                         if !sleep_or_cancel(backoff.delay(), &cancel).await {
                             return;
@@ -270,6 +295,9 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     need_list = true;
                 }
                 WatchEnd::Failed(e) => {
+                    if let Some(m) = &self.metrics {
+                        m.watch_failed();
+                    }
                     tracing::warn!(reflector = %self.name, error = %e, "watch failed; retrying from the last resource version");
                     if !sleep_or_cancel(backoff.delay(), &cancel).await {
                         return;
@@ -279,9 +307,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    /// Lists every page at `rv` and replaces the FIFO's contents. Each page is
-    /// transformed as it arrives (see [`DeltaFifo::replace_prepared`]).
-    async fn list(&self, rv: &str) -> Result<(), kube::Error> {
+    /// Lists every page at `rv` and replaces the FIFO's contents; returns how many
+    /// objects it listed. Each page is transformed as it arrives (see
+    /// [`DeltaFifo::replace_prepared`]).
+    async fn list(&self, rv: &str) -> Result<usize, kube::Error> {
         let mut items = Vec::new();
         let mut options = ListOptions {
             resource_version: rv.to_string(),
@@ -302,7 +331,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         }
         self.set_resource_version(&list_rv);
         tracing::debug!(reflector = %self.name, count, rv = %list_rv, "listed");
-        Ok(())
+        Ok(count)
     }
 
     /// Feeds watch events into the FIFO until the watch ends: client-go's

@@ -1,0 +1,110 @@
+//! Reading a text exposition back, for tests: "what does /metrics say about series X?".
+//!
+//! Deliberately small: it understands the sample lines of the OpenMetrics / Prometheus
+//! text format (`name{label="value",...} number`), skips `#` lines, and unescapes
+//! `\\`, `\"` and `\n` in label values. That is all a test needs to assert on values
+//! after driving real queues, reflectors and controllers.
+
+use std::collections::BTreeMap;
+
+/// One sample line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The series name, e.g. `workqueue_adds_total` or `..._bucket`.
+    pub name: String,
+    /// The labels.
+    pub labels: BTreeMap<String, String>,
+    /// The value.
+    pub value: f64,
+}
+
+/// Every sample in `text`; lines that do not parse are skipped.
+pub fn parse_samples(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(parse_line)
+        .collect()
+}
+
+/// The value of the sample named `name` whose labels include all of `labels`; `None`
+/// if there is none.
+///
+/// ```
+/// let text = "# TYPE workqueue_depth gauge\nworkqueue_depth{name=\"foos\"} 3\n# EOF\n";
+/// assert_eq!(metrics::testing::sample_value(text, "workqueue_depth", &[("name", "foos")]), Some(3.0));
+/// assert_eq!(metrics::testing::sample_value(text, "workqueue_depth", &[("name", "bars")]), None);
+/// ```
+pub fn sample_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    parse_samples(text)
+        .into_iter()
+        .find(|s| {
+            s.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|s| s.value)
+}
+
+fn parse_line(line: &str) -> Option<Sample> {
+    let (name, rest) = match line.find(['{', ' ']) {
+        Some(i) => line.split_at(i),
+        None => return None,
+    };
+    let mut labels = BTreeMap::new();
+    let rest = if let Some(mut rest) = rest.strip_prefix('{') {
+        loop {
+            rest = rest.trim_start_matches(',');
+            if let Some(after) = rest.strip_prefix('}') {
+                break after;
+            }
+            let (key, after) = rest.split_once("=\"")?;
+            let mut value = String::new();
+            let mut chars = after.char_indices();
+            let end = loop {
+                let (i, c) = chars.next()?;
+                match c {
+                    '\\' => match chars.next()?.1 {
+                        'n' => value.push('\n'),
+                        other => value.push(other),
+                    },
+                    '"' => break i,
+                    c => value.push(c),
+                }
+            };
+            labels.insert(key.to_string(), value);
+            rest = &after[end + 1..];
+        }
+    } else {
+        rest
+    };
+    // The value; an exemplar (" # {...} ...") or a timestamp may follow.
+    let value = rest.split_whitespace().next()?;
+    let value = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse().ok()?,
+    };
+    Some(Sample {
+        name: name.to_string(),
+        labels,
+        value,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_labels_escapes_and_values() {
+        let text = "# HELP x y\nplain 1.5\nh_bucket{name=\"a\\\"b\",le=\"+Inf\"} 2\nbad line\n";
+        let samples = parse_samples(text);
+        assert_eq!(samples.len(), 2, "{samples:?}");
+        assert_eq!(samples[0].name, "plain");
+        assert_eq!(samples[0].value, 1.5);
+        assert_eq!(samples[1].labels["name"], "a\"b");
+        assert_eq!(samples[1].labels["le"], "+Inf");
+        assert_eq!(sample_value(text, "h_bucket", &[("le", "+Inf")]), Some(2.0));
+    }
+}
