@@ -28,11 +28,18 @@ done
 log "hack/control-plane.sh build"
 bash hack/control-plane.sh build
 
+# --- QEMU for the VirtualMachine controller's real driver (crates/vm-driver) -------
+log "hack/install-qemu.sh"
+bash hack/install-qemu.sh
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+log "hack/verify-crds.sh (deploy/crds generated from crates/apis, not stale)"
+bash hack/verify-crds.sh
 
 log "cargo doc (every public item documented, no broken links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

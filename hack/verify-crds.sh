@@ -9,7 +9,7 @@ out_dir=deploy/crds
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/verify-crds.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-cargo run --quiet -p crdgen -- --out-dir "$tmp/crds" >/dev/null
+cargo run --quiet --locked -p crdgen -- --out-dir "$tmp/crds" >/dev/null
 
 if diff -Nru "$out_dir" "$tmp/crds"; then
   echo "verify-crds: $out_dir is up to date with crates/apis."

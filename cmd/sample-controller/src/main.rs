@@ -50,7 +50,8 @@ async fn main() -> anyhow::Result<()> {
         .context("starting the event broadcaster")?;
     let recorder = events.new_recorder(CONTROLLER_NAME, hostname());
 
-    let foos = FooController::new(client, &factory, recorder);
+    let foos =
+        FooController::for_namespace(client, &factory, cli.run.namespace.as_deref(), recorder);
     factory.start(&shutdown);
     info!(workers = cli.run.workers, "starting the Foo controller");
     let result = foos.run(cli.run.workers.into(), shutdown).await;

@@ -111,6 +111,10 @@ pub struct RunArgs {
     #[arg(long, env = "RESYNC_PERIOD", default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
     pub resync_period: Duration,
 
+    /// Only watch (and act on) objects in this namespace; all namespaces when unset.
+    #[arg(long, env = "WATCH_NAMESPACE", value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
     /// Log format: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_enum)]
     pub log_format: LogFormat,

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::Foo;
-use cache::{ResourceEventHandlerRegistration, SharedInformerFactory};
+use cache::{InformerOptions, ResourceEventHandlerRegistration, SharedInformerFactory};
 use controller::{Controller, InformerSynced};
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::Api;
 use record::EventRecorder;
 use tokio_util::sync::CancellationToken;
 use workqueue::RateLimitingQueue;
@@ -31,15 +32,40 @@ pub struct FooController {
 }
 
 impl FooController {
-    /// Builds the controller on `factory`'s informers, writing through `client` and
-    /// reporting through `recorder`.
+    /// Builds the controller on `factory`'s informers for every namespace, writing
+    /// through `client` and reporting through `recorder`.
     pub fn new(
         client: kube::Client,
         factory: &SharedInformerFactory,
         recorder: EventRecorder,
     ) -> Self {
-        let foo_informer = factory.informer_for::<Foo>();
-        let deployment_informer = factory.informer_for::<Deployment>();
+        Self::for_namespace(client, factory, None, recorder)
+    }
+
+    /// Like [`new`](Self::new), but watching only `namespace` when it is `Some`: Foos
+    /// and Deployments elsewhere are invisible to this controller.
+    pub fn for_namespace(
+        client: kube::Client,
+        factory: &SharedInformerFactory,
+        namespace: Option<&str>,
+        recorder: EventRecorder,
+    ) -> Self {
+        let (foo_informer, deployment_informer) = match namespace {
+            None => (
+                factory.informer_for::<Foo>(),
+                factory.informer_for::<Deployment>(),
+            ),
+            Some(ns) => (
+                factory.informer_for_api(
+                    Api::namespaced(client.clone(), ns),
+                    InformerOptions::default(),
+                ),
+                factory.informer_for_api(
+                    Api::namespaced(client.clone(), ns),
+                    InformerOptions::default(),
+                ),
+            ),
+        };
 
         // The queue is named so that its metrics (depth, adds, latency...) carry the
         // controller's name, as client-go's NewNamedRateLimitingQueue does.

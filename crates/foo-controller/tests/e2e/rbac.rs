@@ -1,0 +1,97 @@
+//! The controller runs as the ServiceAccount of deploy/sample-controller/rbac.yaml, with a
+//! token from the TokenRequest API: if the ClusterRole misses a verb the controller
+//! needs (create Deployments, update Foo status, patch Events...), this test fails.
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use testenv::TestEnv;
+
+use super::*;
+
+fn deploy_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/sample-controller")
+        .join(name)
+}
+
+#[tokio::test]
+async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    install_crds(env.client()).await?;
+
+    // Apply the manifests exactly as shipped (server-side apply: idempotent if another
+    // test run applied them before).
+    for file in ["namespace.yaml", "rbac.yaml"] {
+        let out = env
+            .control_plane()
+            .kubectl()
+            .args(["apply", "--server-side", "--force-conflicts", "-f"])
+            .arg(deploy_file(file))
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "kubectl apply {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // A short-lived token for the ServiceAccount, as the kubelet would mount it.
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client().clone(), "kube-controllers");
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![],
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request("sample-controller", &PostParams::default(), &request)
+        .await?
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| anyhow::anyhow!("TokenRequest without a token"))?;
+    let as_controller = env.control_plane().client_with_token(&token).await?;
+
+    // Not admin: the ServiceAccount may not, say, delete Deployments.
+    let denied: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(as_controller.clone(), env.namespace());
+    let err = denied
+        .delete("anything", &Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
+
+    let _controller = RunningController::start(as_controller, env.namespace());
+    let foo = create_foo(&env, "rbac", "rbac-deploy", 1).await?;
+    wait_for_deployment(
+        &env,
+        "rbac-deploy",
+        "Deployment created as the ServiceAccount",
+        |d| controller::is_controlled_by(d, &foo),
+    )
+    .await?;
+    wait_for_available(&env, "rbac", 1).await?; // foos/status update
+    let foos: Api<Foo> = Api::namespaced(env.client().clone(), env.namespace());
+    foos.patch(
+        "rbac",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    wait_for_deployment(
+        &env,
+        "rbac-deploy",
+        "Deployment scaled as the ServiceAccount",
+        |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2),
+    )
+    .await?; // deployments update
+    wait_for_event(&env, "rbac", "Synced").await?; // events create
+    Ok(())
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The demo (README's main command): the controllers against a real local control plane.
+#
+#   bash hack/demo.sh                     run, show, then keep running until Ctrl-C
+#   bash hack/demo.sh --non-interactive   run the same checks, then stop and exit 0 (CI)
+#
+# On a fresh machine it builds/installs what it needs: the control-plane binaries
+# (hack/control-plane.sh build, cached under ~/.cache), QEMU for the VirtualMachine
+# controller (hack/install-qemu.sh), and the controller binaries (cargo build).
+#
+# What it shows:
+#   1. etcd + kube-apiserver + kube-controller-manager + scheduler + kwok fake nodes come up;
+#   2. the CRDs generated from crates/apis are installed;
+#   3. sample-controller starts; the example Foo gets its Deployment, which reaches
+#      AVAILABLE = replicas (kwok's nodes run the Pods);
+#   4. the Foo is scaled to 3 and the Deployment follows;
+#   5. vm-controller starts with the real QEMU driver; the example VirtualMachine goes
+#      Active with a real qemu process and usage in its status, then is deleted cleanly
+#      (finalizer: the qemu process and its disk are gone before the object is).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+interactive=1
+case "${1:-}" in
+  --non-interactive) interactive=0 ;;
+  "") ;;
+  *) echo "usage: $0 [--non-interactive]" >&2; exit 2 ;;
+esac
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+fail() { echo "demo: FAILED: $*" >&2; exit 1; }
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null 2>&1 || fail "cargo not found: install Rust with rustup (https://rustup.rs)"
+
+state=$(mktemp -d "${TMPDIR:-/tmp}/kube-controllers-demo.XXXXXX")
+pids=()
+cleanup() {
+  set +e
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
+  if [ -d "$state/cp" ]; then bash hack/control-plane.sh down "$state/cp" >/dev/null 2>&1; fi
+  # Whatever the vm-controller left (it should be nothing) goes with the state dir.
+  pkill -f "$state/vms" 2>/dev/null
+  rm -rf "$state"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# wait_until DESCRIPTION TIMEOUT_SECONDS COMMAND...: polls COMMAND until it succeeds.
+wait_until() {
+  local what=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${timeout}s waiting for: $what"
+    sleep 1
+  done
+  echo "ok: $what"
+}
+jsonpath_is() { # jsonpath_is EXPECTED kubectl-get-args... -o jsonpath=...
+  local expected=$1; shift
+  [ "$(kubectl get "$@")" = "$expected" ]
+}
+
+say "Building what the demo needs"
+bash hack/control-plane.sh build
+bash hack/install-qemu.sh
+has_vm_controller=0
+[ -f cmd/vm-controller/Cargo.toml ] && has_vm_controller=1
+if [ "$has_vm_controller" = 1 ]; then
+  cargo build --locked -p sample-controller -p vm-controller
+else
+  cargo build --locked -p sample-controller
+fi
+
+say "Starting the local control plane (state in $state/cp)"
+bash hack/control-plane.sh up --dir "$state/cp"
+# shellcheck disable=SC1091
+source "$state/cp/env"
+export KUBECONFIG
+export PATH="$(dirname "$KUBECTL"):$PATH"
+kubectl get nodes
+
+say "Installing the CRDs generated from crates/apis (deploy/crds)"
+kubectl apply --server-side -f deploy/crds/
+kubectl wait --for condition=established --timeout=60s crd --all
+
+say "Starting sample-controller (log: $state/sample-controller.log)"
+target/debug/sample-controller --kubeconfig "$KUBECONFIG" >"$state/sample-controller.log" 2>&1 &
+pids+=($!)
+
+say "Applying the example Foo (deploy/examples/foo.yaml)"
+kubectl apply -f deploy/examples/foo.yaml
+wait_until "Deployment example-foo owned by the Foo" 60 \
+  jsonpath_is Foo deployment example-foo -o 'jsonpath={.metadata.ownerReferences[0].kind}'
+wait_until "Foo example-foo AVAILABLE = 1" 120 \
+  jsonpath_is 1 foo example-foo -o 'jsonpath={.status.availableReplicas}'
+kubectl get foo,deploy
+
+say "Scaling the Foo to 3 replicas"
+kubectl patch foo example-foo --type merge -p '{"spec":{"replicas":3}}'
+wait_until "Deployment example-foo scaled to 3" 60 \
+  jsonpath_is 3 deployment example-foo -o 'jsonpath={.spec.replicas}'
+wait_until "Foo example-foo AVAILABLE = 3" 120 \
+  jsonpath_is 3 foo example-foo -o 'jsonpath={.status.availableReplicas}'
+kubectl get foo,deploy
+kubectl get events --field-selector involvedObject.kind=Foo
+
+if [ "$has_vm_controller" = 1 ]; then
+  say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
+  target/debug/vm-controller --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
+    --usage-period 5s >"$state/vm-controller.log" 2>&1 &
+  pids+=($!)
+
+  say "Applying the example VirtualMachine (deploy/examples/vm.yaml)"
+  kubectl apply -f deploy/examples/vm.yaml
+  vm=$(kubectl get -f deploy/examples/vm.yaml -o 'jsonpath={.metadata.name}')
+  wait_until "VirtualMachine $vm Active" 120 \
+    jsonpath_is Active vm "$vm" -o 'jsonpath={.status.phase}'
+  pgrep -af qemu-system | grep -F "$state/vms" || fail "no qemu process for $vm"
+  wait_until "VirtualMachine $vm reports memory usage" 60 \
+    bash -c "[ -n \"\$(kubectl get vm $vm -o 'jsonpath={.status.server.usage.memory}')\" ]"
+  kubectl get vm -o wide
+
+  say "Deleting the VirtualMachine: the finalizer removes the qemu process and disk first"
+  kubectl delete vm "$vm" --wait=true --timeout=60s
+  if pgrep -f "$state/vms" >/dev/null; then fail "a qemu process outlived its VirtualMachine"; fi
+  [ -z "$(ls -A "$state/vms" 2>/dev/null)" ] || fail "VM state left behind: $(ls "$state/vms")"
+  echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
+fi
+
+say "Demo checks passed"
+if [ "$interactive" = 0 ]; then
+  exit 0
+fi
+cat <<EOF
+
+The controllers keep running against the local control plane. In another terminal:
+
+  export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$KUBECTL"):\$PATH
+  kubectl get foo,deploy
+  kubectl patch foo example-foo --type merge -p '{"spec":{"replicas":5}}'
+  kubectl apply -f deploy/examples/vm.yaml && kubectl get vm -w
+  tail -f $state/*.log
+
+Press Ctrl-C to stop everything (the control plane and its state are removed).
+EOF
+wait
