@@ -81,6 +81,7 @@ pub mod owner;
 pub mod signals;
 pub mod sync_handler;
 pub mod testing;
+pub mod throttle;
 
 pub use controller::{
     CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, wait_for_cache_sync,
@@ -91,3 +92,4 @@ pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
 pub use signals::setup_signal_handler;
 pub use sync_handler::{Action, SyncHandler};
+pub use throttle::{ThrottleLayer, ThrottleStats};

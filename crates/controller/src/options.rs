@@ -6,6 +6,7 @@
 //! falls back to an environment variable, which is how a Deployment usually sets them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -13,9 +14,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use leaderelection::parse_duration;
 
 use crate::logging::LogFormat;
+use crate::throttle::{DEFAULT_BURST, DEFAULT_QPS, ThrottleLayer, ThrottleStats};
 
 /// How to reach the API server: client-go's `clientcmd.BuildConfigFromFlags`.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
     /// Path to a kubeconfig. Only required if out-of-cluster; without it the in-cluster
     /// service account is used, then ~/.kube/config.
@@ -26,6 +28,26 @@ pub struct ClientArgs {
     /// Only required if out-of-cluster.
     #[arg(long, env = "KUBE_MASTER", value_name = "URL")]
     pub master: Option<String>,
+
+    /// Steady rate of requests to the API server, per second, across the whole process
+    /// (client-go's rest.Config QPS). 0 disables client-side throttling.
+    #[arg(long, env = "KUBE_API_QPS", default_value_t = DEFAULT_QPS, value_name = "QPS")]
+    pub kube_api_qps: f32,
+
+    /// Requests allowed at once above the steady rate (client-go's Burst).
+    #[arg(long, env = "KUBE_API_BURST", default_value_t = DEFAULT_BURST, value_name = "N")]
+    pub kube_api_burst: u32,
+}
+
+impl Default for ClientArgs {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            master: None,
+            kube_api_qps: DEFAULT_QPS,
+            kube_api_burst: DEFAULT_BURST,
+        }
+    }
 }
 
 /// Why a client configuration could not be built.
@@ -92,9 +114,31 @@ impl ClientArgs {
         Ok(config)
     }
 
-    /// A client built from [`config`](Self::config).
+    /// A client built from [`config`](Self::config), throttled to `--kube-api-qps` /
+    /// `--kube-api-burst` (see [`throttle`](crate::throttle)).
     pub async fn client(&self) -> Result<kube::Client, ClientConfigError> {
-        kube::Client::try_from(self.config().await?).map_err(ClientConfigError::Client)
+        Ok(self.client_with_stats().await?.0)
+    }
+
+    /// Like [`client`](Self::client), also returning the throttle's counters.
+    pub async fn client_with_stats(
+        &self,
+    ) -> Result<(kube::Client, Arc<ThrottleStats>), ClientConfigError> {
+        self.throttled_client(self.config().await?)
+    }
+
+    /// A client for `config`, throttled as these flags say.
+    pub fn throttled_client(
+        &self,
+        config: kube::Config,
+    ) -> Result<(kube::Client, Arc<ThrottleStats>), ClientConfigError> {
+        let throttle = ThrottleLayer::new(self.kube_api_qps, self.kube_api_burst);
+        let stats = throttle.stats();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(ClientConfigError::Client)?
+            .with_layer(&throttle)
+            .build();
+        Ok((client, stats))
     }
 }
 
@@ -139,6 +183,10 @@ mod tests {
         assert_eq!(cli.run.workers, 2);
         assert_eq!(cli.run.resync_period, Duration::from_secs(30));
         assert_eq!(cli.run.log_format, LogFormat::Text);
+        assert_eq!(
+            (cli.client.kube_api_qps, cli.client.kube_api_burst),
+            (DEFAULT_QPS, DEFAULT_BURST)
+        );
         let cli = Cli::try_parse_from([
             "x",
             "--workers",
@@ -181,7 +229,7 @@ mod tests {
     async fn a_missing_kubeconfig_names_the_file() {
         let args = ClientArgs {
             kubeconfig: Some("/nonexistent/kubeconfig".into()),
-            master: None,
+            ..ClientArgs::default()
         };
         let err = args.config().await.unwrap_err().to_string();
         assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
