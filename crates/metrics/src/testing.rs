@@ -1,11 +1,54 @@
-//! Reading a text exposition back, for tests: "what does /metrics say about series X?".
+//! Helpers for tests: reading a text exposition back ("what does /metrics say about
+//! series X?") and a minimal HTTP GET to ask a running server.
 //!
-//! Deliberately small: it understands the sample lines of the OpenMetrics / Prometheus
-//! text format (`name{label="value",...} number`), skips `#` lines, and unescapes
-//! `\\`, `\"` and `\n` in label values. That is all a test needs to assert on values
-//! after driving real queues, reflectors and controllers.
+//! The parser is deliberately small: it understands the sample lines of the
+//! OpenMetrics / Prometheus text format (`name{label="value",...} number`), skips `#`
+//! lines, and unescapes `\\`, `\"` and `\n` in label values. That is all a test needs to
+//! assert on values after driving real queues, reflectors and controllers.
 
 use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A response read by [`http_get`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// The header lines, as sent.
+    pub headers: String,
+    /// The body.
+    pub body: String,
+}
+
+/// `GET path` from the server at `addr` over a fresh HTTP/1.1 connection
+/// (`Connection: close`), read to the end. Plain tokio, so a test needs no HTTP client.
+pub async fn http_get(addr: SocketAddr, path: &str) -> io::Result<HttpResponse> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    let raw = String::from_utf8(raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {raw:?}"));
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| bad("no end of headers"))?;
+    let (status_line, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| bad("no status code"))?;
+    Ok(HttpResponse {
+        status,
+        headers: headers.to_string(),
+        body: body.to_string(),
+    })
+}
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 use workqueue::names;
 
 use crate::adapters::{Adapter, FloatGauge, NameLabel};
@@ -36,9 +36,13 @@ use crate::registry::{Registry, counter_family_name};
 
 type HistogramFamily = Family<NameLabel, Histogram, fn() -> Histogram>;
 
-/// component-base's `ExponentialBuckets(10e-7, 10, 10)`: 1e-6 s ... 1e3 s.
+/// component-base's `ExponentialBuckets(10e-7, 10, 10)`: 1e-6 s ... 1e3 s. Written out,
+/// because computing them by repeated multiplication gives bounds like
+/// `9.999999999999999e-6` in the exposition.
+const DURATION_BUCKETS: [f64; 10] = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0];
+
 fn duration_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(1e-6, 10.0, 10))
+    Histogram::new(DURATION_BUCKETS)
 }
 
 /// The seven workqueue metric families; a [`workqueue::MetricsProvider`].
