@@ -1,0 +1,85 @@
+//! The controller runs as the ServiceAccount of deploy/vm-controller/rbac.yaml, with a
+//! token from the TokenRequest API: if the ClusterRole misses a verb the controller
+//! needs (patch the finalizer, update the status, create Events...), this test fails.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, PostParams};
+use vm_driver::FakeDriver;
+
+use super::*;
+
+fn deploy_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/vm-controller")
+        .join(name)
+}
+
+#[tokio::test]
+async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("vmc-rbac").await?;
+    install_crds(env.client()).await?;
+
+    // The manifests exactly as shipped (server-side apply: idempotent).
+    for file in ["namespace.yaml", "rbac.yaml"] {
+        let out = env
+            .control_plane()
+            .kubectl()
+            .args(["apply", "--server-side", "--force-conflicts", "-f"])
+            .arg(deploy_file(file))
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "kubectl apply {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client().clone(), "kube-controllers");
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![],
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request("vm-controller", &PostParams::default(), &request)
+        .await?
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| anyhow::anyhow!("TokenRequest without a token"))?;
+    let as_controller = env.control_plane().client_with_token(&token).await?;
+
+    // Not admin: the ServiceAccount may not delete VirtualMachines.
+    let denied: Api<VirtualMachine> = Api::namespaced(as_controller.clone(), env.namespace());
+    let err = denied
+        .delete("anything", &Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
+
+    let driver = Arc::new(FakeDriver::new());
+    let _controller = RunningController::start(
+        as_controller,
+        env.namespace(),
+        driver.clone(),
+        Duration::from_secs(1),
+    );
+    create_vm(&env, "rbac", "1", "64Mi", "1Gi").await?;
+    // list/watch, patch (finalizer), update virtualmachines/status:
+    wait_for_vm(&env, "rbac", "Active as the ServiceAccount", is_active).await?;
+    wait_for_event(&env, "rbac", "Created").await?; // events create
+    // patch (finalizer removal):
+    delete_and_wait_gone(&env, "rbac").await?;
+    assert_eq!(driver.server_count(), 0);
+    Ok(())
+}
