@@ -178,10 +178,7 @@ mod tests {
             &["vm-controller", "--usage-period", "0s"],
             &["vm-controller", "--usage-period", "soon"],
         ] {
-            let err = Cli::try_parse_from(args)
-                .err()
-                .expect("refused")
-                .to_string();
+            let err = Cli::try_parse_from(args).expect_err("refused").to_string();
             assert!(err.contains(args[1]), "{err}");
         }
     }

@@ -38,9 +38,9 @@ pub enum Error {
         operation: &'static str,
         /// The server's name.
         server: String,
-        /// The driver's error.
+        /// The driver's error (boxed: it is large, and errors are the rare path).
         #[source]
-        source: DriverError,
+        source: Box<DriverError>,
     },
     /// An API call failed (a 409 Conflict from a stale cache is the common, harmless
     /// case: the retry reads the newer object).

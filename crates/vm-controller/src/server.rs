@@ -15,7 +15,7 @@
 //!   down and a new `web` created a moment later;
 //! * **valid for every driver**: a DNS label of at most
 //!   [`MAX_NAME_LEN`](vm_driver::MAX_NAME_LEN) characters (see
-//!   [`validate_name`](vm_driver::validate_name)).
+//!   [`vm_driver::validate_name`]).
 //!
 //! The object's UID (a UUID the API server assigns, unique over the cluster's lifetime)
 //! gives all three. A short prefix of the object's name is kept in front of it so that

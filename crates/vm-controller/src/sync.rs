@@ -315,7 +315,7 @@ impl VirtualMachineSyncer {
             let err = Error::Driver {
                 operation: "delete_server",
                 server: name,
-                source,
+                source: Box::new(source),
             };
             return self
                 .fail(
@@ -382,7 +382,7 @@ fn driver_error(operation: &'static str, spec: &ServerSpec, source: DriverError)
     Error::Driver {
         operation,
         server: spec.name.clone(),
-        source,
+        source: Box::new(source),
     }
 }
 
