@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use metrics::ReconcileResult;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -197,6 +198,7 @@ impl<H: SyncHandler> Controller<H> {
             });
         }
 
+        metrics::init_reconcile_metrics(&self.name);
         let workers = workers.max(1);
         info!(controller = %self.name, workers, "starting workers");
         let mut tasks = JoinSet::new();
@@ -250,6 +252,15 @@ impl<H: SyncHandler> Controller<H> {
             .catch_unwind()
             .await;
         let elapsed = started.elapsed();
+        let result = match &outcome {
+            Ok(Ok(Action::Done)) => ReconcileResult::Success,
+            Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
+            Ok(Err(_)) => ReconcileResult::Error,
+            Err(_) => ReconcileResult::Panic,
+        };
+        // controller_runtime_reconcile_total / _errors_total / _time_seconds, when a
+        // metrics registry is installed (one atomic load otherwise).
+        metrics::observe_reconcile(&self.name, result, elapsed);
 
         match outcome {
             Ok(Ok(Action::Done)) => {

@@ -76,6 +76,7 @@
 pub mod controller;
 pub mod error;
 pub mod logging;
+pub mod manager;
 pub mod options;
 pub mod owner;
 pub mod signals;
@@ -88,6 +89,7 @@ pub use controller::{
 };
 pub use error::{Error, Result};
 pub use logging::{LogFormat, init_logging};
+pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
 pub use signals::setup_signal_handler;

@@ -21,37 +21,66 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use prometheus_client::metrics::counter::Counter;
 
 /// Default `--kube-api-qps` (controller-runtime's default).
 pub const DEFAULT_QPS: f32 = 20.0;
 /// Default `--kube-api-burst` (controller-runtime's default).
 pub const DEFAULT_BURST: u32 = 30;
 
-/// Counters of what the throttle did, shared by every clone of the layer (and read by
-/// the metrics endpoint and tests).
+/// Counters of what the throttle did, shared by every clone of the layer; exported on
+/// `/metrics` by [`register`](Self::register).
 #[derive(Debug, Default)]
 pub struct ThrottleStats {
-    requests: AtomicU64,
-    throttled: AtomicU64,
+    requests: Counter,
+    throttled: Counter,
     waited_micros: AtomicU64,
+    waited_seconds: Counter<f64, AtomicU64>,
 }
 
 impl ThrottleStats {
-    /// Requests that went through the throttle (client-go's `rest_client_requests_total`
-    /// before the status code is known).
+    /// Requests sent through the throttle.
     pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.requests.get()
     }
 
     /// Requests that had to wait for a token.
     pub fn throttled(&self) -> u64 {
-        self.throttled.load(Ordering::Relaxed)
+        self.throttled.get()
     }
 
-    /// Total time requests spent waiting for tokens (client-go's
-    /// `rest_client_rate_limiter_duration_seconds`, summed).
+    /// Total time requests spent waiting for tokens.
     pub fn waited(&self) -> Duration {
         Duration::from_micros(self.waited_micros.load(Ordering::Relaxed))
+    }
+
+    /// Exports the counters as `kube_client_requests_total`,
+    /// `kube_client_throttled_requests_total` and
+    /// `kube_client_rate_limiter_wait_seconds_total` (client-go reports the same facts
+    /// as `rest_client_rate_limiter_duration_seconds`).
+    pub fn register(&self, registry: &metrics::Registry) {
+        registry.register(
+            "kube_client_requests",
+            "Requests to the Kubernetes API server, counted before client-side throttling.",
+            self.requests.clone(),
+        );
+        registry.register(
+            "kube_client_throttled_requests",
+            "Requests that waited for a client-side rate limiter token (--kube-api-qps/--kube-api-burst).",
+            self.throttled.clone(),
+        );
+        registry.register(
+            "kube_client_rate_limiter_wait_seconds",
+            "Seconds requests spent waiting for client-side rate limiter tokens.",
+            self.waited_seconds.clone(),
+        );
+    }
+
+    fn record_wait(&self, waited: Duration) {
+        self.throttled.inc();
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.waited_micros.fetch_add(micros, Ordering::Relaxed);
+        self.waited_seconds.inc_by(waited.as_secs_f64());
     }
 }
 
@@ -148,11 +177,7 @@ where
                     }
                     if let Some((wait, started)) = self.wait.as_mut() {
                         ready!(wait.as_mut().poll(cx));
-                        let stats = &self.layer.stats;
-                        stats.throttled.fetch_add(1, Ordering::Relaxed);
-                        let waited =
-                            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        stats.waited_micros.fetch_add(waited, Ordering::Relaxed);
+                        self.layer.stats.record_wait(started.elapsed());
                         self.wait = None;
                         self.permit = true;
                     }
@@ -164,7 +189,7 @@ where
 
     fn call(&mut self, req: Req) -> S::Future {
         self.permit = false;
-        self.layer.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.layer.stats.requests.inc();
         self.inner.call(req)
     }
 }
@@ -174,10 +199,9 @@ mod tests {
     use super::*;
     use tower::{Layer, Service, ServiceExt};
 
-    async fn send(
-        svc: &mut Throttle<tower::util::ServiceFn<fn(u32) -> std::future::Ready<Result<u32, ()>>>>,
-        n: u32,
-    ) {
+    type Echo = tower::util::ServiceFn<fn(u32) -> std::future::Ready<Result<u32, ()>>>;
+
+    async fn send(svc: &mut Throttle<Echo>, n: u32) {
         svc.ready().await.unwrap().call(n).await.unwrap();
     }
 
