@@ -140,6 +140,17 @@ async fn a_foreign_deployment_gets_a_warning_and_is_left_alone() -> anyhow::Resu
         },
     )
     .await?;
+    // The correlator folds the repeats into one Event with a growing count.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(env.client().clone(), env.namespace());
+    let repeats = events
+        .list(
+            &kube::api::ListParams::default()
+                .fields("involvedObject.name=intruder,reason=ErrResourceExists"),
+        )
+        .await?
+        .items;
+    assert_eq!(repeats.len(), 1, "one Event, counted, not one per retry");
     // (kube-controller-manager updates its status, so compare who wrote what.)
     let now = deployments.get("taken").await?;
     assert_eq!(now.metadata.uid, foreign.metadata.uid);

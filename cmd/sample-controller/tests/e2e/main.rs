@@ -1,0 +1,191 @@
+//! The sample-controller binary in production mode, on the real control plane: several
+//! replicas as real processes with leader election, /metrics and /readyz scraped over
+//! HTTP, client-side throttling measured from outside.
+
+mod leader;
+mod serving;
+mod throttle;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
+use kube::api::{Api, PostParams};
+use metrics::testing::{http_get, sample_value};
+use testenv::TestEnv;
+
+/// Generous: a loaded 2-core CI machine runs several test binaries at once.
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A free TCP port on 127.0.0.1 (bound, then released for the child to take).
+pub fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+}
+
+/// One sample-controller process. Killed when dropped.
+pub struct Replica {
+    pub name: String,
+    pub child: tokio::process::Child,
+    pub metrics: SocketAddr,
+    pub health: SocketAddr,
+    pub log: PathBuf,
+}
+
+impl Replica {
+    /// Starts `sample-controller` for `env`'s namespace with `kubeconfig` and `extra`
+    /// flags; its log goes to a file in the target directory.
+    pub fn start(
+        name: &str,
+        env: &TestEnv,
+        kubeconfig: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
+        let (metrics, health) = (free_addr(), free_addr());
+        let log = std::env::temp_dir().join(format!("{}-{name}.log", env.namespace()));
+        let out = std::fs::File::create(&log)?;
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sample-controller"))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--namespace={}", env.namespace()))
+            .arg(format!("--metrics-bind-address={metrics}"))
+            .arg(format!("--health-probe-bind-address={health}"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(out)
+            .kill_on_drop(true)
+            .spawn()?;
+        Ok(Self {
+            name: name.to_string(),
+            child,
+            metrics,
+            health,
+            log,
+        })
+    }
+
+    /// The /metrics text, or None while the server is not up (or the process is gone).
+    pub async fn metrics_text(&self) -> Option<String> {
+        let response = http_get(self.metrics, "/metrics").await.ok()?;
+        (response.status == 200).then_some(response.body)
+    }
+
+    /// A sample from /metrics.
+    pub async fn sample(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        sample_value(&self.metrics_text().await?, name, labels)
+    }
+
+    /// Whether this replica says it leads (`leader_election_master_status` = 1).
+    pub async fn is_leading(&self) -> bool {
+        self.sample(
+            "leader_election_master_status",
+            &[("name", "sample-controller")],
+        )
+        .await
+            == Some(1.0)
+    }
+
+    /// The HTTP status of /readyz (None while the server is not up).
+    pub async fn readyz(&self) -> Option<u16> {
+        http_get(self.health, "/readyz")
+            .await
+            .ok()
+            .map(|r| r.status)
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: i32) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid as i32, signal) };
+        }
+    }
+
+    /// The process's log so far (for failure messages).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Creates Foo `name` owning Deployment `name`.
+pub async fn create_foo(env: &TestEnv, name: &str, replicas: i32) -> anyhow::Result<Foo> {
+    let foos: Api<Foo> = Api::namespaced(env.client().clone(), env.namespace());
+    Ok(foos
+        .create(
+            &PostParams::default(),
+            &Foo::new(name, FooSpec::new(name, replicas)),
+        )
+        .await?)
+}
+
+/// Installs the CRDs (idempotent).
+pub async fn install_crds(env: &TestEnv) -> anyhow::Result<()> {
+    testenv::crd::install_crds(env.client(), &apis::crds()).await?;
+    Ok(())
+}
+
+/// A kubeconfig like `env`'s, but authenticating with `token` instead of the admin
+/// client certificate.
+pub fn token_kubeconfig(env: &TestEnv, token: &str, name: &str) -> anyhow::Result<PathBuf> {
+    let mut kubeconfig: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(env.kubeconfig())?)?;
+    let users = kubeconfig
+        .get_mut("users")
+        .and_then(|u| u.as_sequence_mut())
+        .ok_or_else(|| anyhow::anyhow!("kubeconfig without users"))?;
+    for user in users {
+        let mut auth = serde_yaml::Mapping::new();
+        auth.insert("token".into(), token.into());
+        user["user"] = serde_yaml::Value::Mapping(auth);
+    }
+    let path = std::env::temp_dir().join(format!("{}-{name}.kubeconfig", env.namespace()));
+    std::fs::write(&path, serde_yaml::to_string(&kubeconfig)?)?;
+    Ok(path)
+}
+
+/// A token for ServiceAccount `name` in `namespace` (TokenRequest API).
+pub async fn service_account_token(
+    env: &TestEnv,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client().clone(), namespace);
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await?
+        .status
+        .map(|s| s.token)
+        .ok_or_else(|| anyhow::anyhow!("TokenRequest without a token"))
+}
+
+/// `kubectl apply --server-side` of files from deploy/sample-controller, exactly as
+/// shipped (idempotent across test runs).
+pub fn apply_deploy_files(env: &TestEnv, files: &[&str]) -> anyhow::Result<()> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/sample-controller");
+    for file in files {
+        let out = env
+            .control_plane()
+            .kubectl()
+            .args(["apply", "--server-side", "--force-conflicts", "-f"])
+            .arg(dir.join(file))
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "kubectl apply {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
