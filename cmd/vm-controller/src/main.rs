@@ -7,25 +7,20 @@
 //! vm-controller --vm-driver fake --usage-period 5s --log-format json
 //! ```
 //!
-//! Run ONE replica per driver state: two controllers driving the same servers would
-//! race (leader election arrives with the production-operation issue).
+//! Several replicas sharing one driver state must run with `--leader-elect`: only the
+//! leader drives servers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use cache::SharedInformerFactory;
 use clap::{Parser, ValueEnum};
-use controller::{ClientArgs, RunArgs};
+use controller::{Manager, ManagerArgs};
 use leaderelection::parse_duration;
-use record::{BroadcasterOptions, EventBroadcaster};
 use tracing::info;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
 use vm_driver::{Driver, FakeDriver, QemuDriver};
-
-/// How long shutdown waits for queued Events to be written.
-const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Which driver creates the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,9 +36,7 @@ enum DriverKind {
 #[command(name = "vm-controller", version, about)]
 struct Cli {
     #[command(flatten)]
-    client: ClientArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    manager: ManagerArgs,
 
     /// The VM driver.
     #[arg(long, env = "VM_DRIVER", value_enum, default_value_t = DriverKind::Qemu)]
@@ -78,8 +71,7 @@ fn parse_usage_period(value: &str) -> Result<Duration, String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    controller::init_logging(cli.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
-
+    controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
     let shutdown = controller::setup_signal_handler();
 
@@ -96,47 +88,33 @@ async fn main() -> anyhow::Result<()> {
         }
     };
 
-    let client = cli
-        .client
-        .client()
+    let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
-        .context("building the Kubernetes client")?;
-    let factory = SharedInformerFactory::new(client.clone(), cli.run.resync_period);
-
-    let events = EventBroadcaster::new(BroadcasterOptions::default());
-    events
-        .start_recording_to_sink(client.clone())
-        .context("starting the event broadcaster")?;
-    let recorder = events.new_recorder(CONTROLLER_NAME, hostname());
-
+        .context("starting vm-controller")?;
     let options = VirtualMachineControllerOptions {
         usage_period: cli.usage_period,
-        namespace: cli.run.namespace.clone(),
+        namespace: cli.manager.run.namespace.clone(),
     };
-    let vms = VirtualMachineController::new(client, &factory, recorder, driver, options);
-    factory.start(&shutdown);
-    info!(
-        workers = cli.run.workers,
-        driver = ?cli.vm_driver,
-        usage_period = ?cli.usage_period,
-        namespace = cli.run.namespace.as_deref().unwrap_or("<all>"),
-        "starting the VirtualMachine controller"
-    );
-    let result = vms.run(cli.run.workers.into(), shutdown).await;
+    let vms = Arc::new(VirtualMachineController::new(
+        manager.client().clone(),
+        manager.factory(),
+        manager.recorder(),
+        driver,
+        options,
+    ));
+    let synced = Arc::clone(&vms);
+    manager
+        .health()
+        .add_readyz_check("informers-synced", move || synced.has_synced())?;
 
-    events.shutdown(EVENT_FLUSH_TIMEOUT).await;
-    result.context("running the VirtualMachine controller")?;
+    let workers = cli.manager.run.workers.into();
+    info!(workers, driver = ?cli.vm_driver, usage_period = ?cli.usage_period, "starting the VirtualMachine controller");
+    manager
+        .run(shutdown, |stop| async move { vms.run(workers, stop).await })
+        .await
+        .context("vm-controller")?;
     info!("stopped");
     Ok(())
-}
-
-/// The node or Pod name for the Events' `source.host`.
-fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -149,7 +127,7 @@ mod tests {
         assert_eq!(cli.vm_driver, DriverKind::Qemu);
         assert_eq!(cli.usage_period, Duration::from_secs(20));
         assert_eq!(cli.state_dir, PathBuf::from("/var/lib/vm-controller"));
-        assert_eq!(cli.run.namespace, None);
+        assert_eq!(cli.manager.run.namespace, None);
         let cli = Cli::try_parse_from([
             "vm-controller",
             "--vm-driver",
@@ -167,8 +145,8 @@ mod tests {
         assert_eq!(cli.vm_driver, DriverKind::Fake);
         assert_eq!(cli.usage_period, Duration::from_secs(65));
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
-        assert_eq!(cli.run.namespace.as_deref(), Some("ns"));
-        assert_eq!(cli.run.workers, 4);
+        assert_eq!(cli.manager.run.namespace.as_deref(), Some("ns"));
+        assert_eq!(cli.manager.run.workers, 4);
     }
 
     #[test]
