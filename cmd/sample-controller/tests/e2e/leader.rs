@@ -197,3 +197,62 @@ async fn one_leader_killed_leader_replaced_terminated_leader_hands_over() -> any
     let _ = tokio::time::timeout(TIMEOUT, next.child.wait()).await;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_shipped_rbac_is_enough_to_lead() -> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    install_crds(&env).await?;
+    apply_deploy_files(&env, &["namespace.yaml", "rbac.yaml"])?;
+    // The Deployment's ServiceAccount, with its Lease in its own namespace.
+    let token = service_account_token(&env, "kube-controllers", "sample-controller").await?;
+    let kubeconfig = token_kubeconfig(&env, &token, "sa")?;
+    let lease_name = format!("e2e-{}", env.namespace());
+    let replica = Replica::start(
+        "sa",
+        &env,
+        &kubeconfig,
+        &[
+            "--leader-elect",
+            "--leader-elect-resource-namespace=kube-controllers",
+            &format!("--leader-elect-resource-name={lease_name}"),
+        ],
+    )?;
+    wait_for(
+        "the ServiceAccount acquires and renews its Lease",
+        TIMEOUT,
+        || async {
+            let leading = replica.is_leading().await;
+            Ok::<_, std::convert::Infallible>(Check::ready_if(leading, (), leading))
+        },
+    )
+    .await?;
+    let foo = create_foo(&env, "led", 1).await?;
+    wait_for_owned(&env, 1).await?;
+    // Renewals (conditional patches) keep succeeding past a retry period.
+    let leases: Api<Lease> = Api::namespaced(env.client().clone(), "kube-controllers");
+    let first = leases
+        .get(&lease_name)
+        .await?
+        .spec
+        .unwrap_or_default()
+        .renew_time;
+    wait_for("the Lease is renewed", TIMEOUT, || async {
+        let renewed = leases
+            .get(&lease_name)
+            .await?
+            .spec
+            .unwrap_or_default()
+            .renew_time;
+        Ok::<_, kube::Error>(Check::ready_if(
+            renewed != first,
+            (),
+            format!("{renewed:?}"),
+        ))
+    })
+    .await?;
+    assert!(replica.is_leading().await, "{}", replica.log_text());
+    drop(foo);
+    replica.signal(libc::SIGTERM);
+    leases.delete(&lease_name, &Default::default()).await.ok();
+    Ok(())
+}
