@@ -43,7 +43,7 @@ cleanup() {
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
   if [ -d "$state/cp" ]; then bash hack/control-plane.sh down "$state/cp" >/dev/null 2>&1; fi
   # Whatever the vm-controller left (it should be nothing) goes with the state dir.
-  pkill -f "$state/vms" 2>/dev/null
+  pkill -f "qemu-system.*$state/vms" 2>/dev/null
   rm -rf "$state"
 }
 trap cleanup EXIT
@@ -67,13 +67,7 @@ jsonpath_is() { # jsonpath_is EXPECTED kubectl-get-args... -o jsonpath=...
 say "Building what the demo needs"
 bash hack/control-plane.sh build
 bash hack/install-qemu.sh
-has_vm_controller=0
-[ -f cmd/vm-controller/Cargo.toml ] && has_vm_controller=1
-if [ "$has_vm_controller" = 1 ]; then
-  cargo build --locked -p sample-controller -p vm-controller
-else
-  cargo build --locked -p sample-controller
-fi
+cargo build --locked -p sample-controller -p vm-controller-bin
 
 say "Starting the local control plane (state in $state/cp)"
 bash hack/control-plane.sh up --dir "$state/cp"
@@ -88,11 +82,14 @@ kubectl apply --server-side -f deploy/crds/
 kubectl wait --for condition=established --timeout=60s crd --all
 
 say "Starting sample-controller (log: $state/sample-controller.log)"
-target/debug/sample-controller --kubeconfig "$KUBECONFIG" >"$state/sample-controller.log" 2>&1 &
+target/debug/sample-controller --kubeconfig "$KUBECONFIG" --leader-elect \
+  --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  >"$state/sample-controller.log" 2>&1 &
 pids+=($!)
 
 say "Applying the example Foo (deploy/examples/foo.yaml)"
 kubectl apply -f deploy/examples/foo.yaml
+wait_until "sample-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:18081/readyz
 wait_until "Deployment example-foo owned by the Foo" 60 \
   jsonpath_is Foo deployment example-foo -o 'jsonpath={.metadata.ownerReferences[0].kind}'
 wait_until "Foo example-foo AVAILABLE = 1" 120 \
@@ -108,28 +105,32 @@ wait_until "Foo example-foo AVAILABLE = 3" 120 \
 kubectl get foo,deploy
 kubectl get events --field-selector involvedObject.kind=Foo
 
-if [ "$has_vm_controller" = 1 ]; then
-  say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
-  target/debug/vm-controller --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
-    --usage-period 5s >"$state/vm-controller.log" 2>&1 &
-  pids+=($!)
+say "sample-controller's /metrics (excerpt)"
+curl -s http://127.0.0.1:18080/metrics | grep -E '^(workqueue_adds_total|controller_runtime_reconcile_total|leader_election_master_status)' || true
 
-  say "Applying the example VirtualMachine (deploy/examples/vm.yaml)"
-  kubectl apply -f deploy/examples/vm.yaml
-  vm=$(kubectl get -f deploy/examples/vm.yaml -o 'jsonpath={.metadata.name}')
-  wait_until "VirtualMachine $vm Active" 120 \
-    jsonpath_is Active vm "$vm" -o 'jsonpath={.status.phase}'
-  pgrep -af qemu-system | grep -F "$state/vms" || fail "no qemu process for $vm"
-  wait_until "VirtualMachine $vm reports memory usage" 60 \
-    bash -c "[ -n \"\$(kubectl get vm $vm -o 'jsonpath={.status.server.usage.memory}')\" ]"
-  kubectl get vm -o wide
+say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
+target/debug/vm-controller --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
+  --usage-period 5s --leader-elect \
+  --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
+  >"$state/vm-controller.log" 2>&1 &
+pids+=($!)
 
-  say "Deleting the VirtualMachine: the finalizer removes the qemu process and disk first"
-  kubectl delete vm "$vm" --wait=true --timeout=60s
-  if pgrep -f "$state/vms" >/dev/null; then fail "a qemu process outlived its VirtualMachine"; fi
-  [ -z "$(ls -A "$state/vms" 2>/dev/null)" ] || fail "VM state left behind: $(ls "$state/vms")"
-  echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
-fi
+wait_until "vm-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:18083/readyz
+say "Applying the example VirtualMachine (deploy/vm-controller/example-vm.yaml)"
+kubectl apply -f deploy/vm-controller/example-vm.yaml
+vm=$(kubectl get -f deploy/vm-controller/example-vm.yaml -o 'jsonpath={.metadata.name}')
+wait_until "VirtualMachine $vm Active" 120 \
+  jsonpath_is Active vm "$vm" -o 'jsonpath={.status.phase}'
+pgrep -af qemu-system | grep -F "$state/vms" || fail "no qemu process for $vm"
+wait_until "VirtualMachine $vm reports memory usage" 60 \
+  bash -c "[ -n \"\$(kubectl get vm $vm -o 'jsonpath={.status.server.usage.memory}')\" ]"
+kubectl get vm -o wide
+
+say "Deleting the VirtualMachine: the finalizer removes the qemu process and disk first"
+kubectl delete vm "$vm" --wait=true --timeout=60s
+if pgrep -f "qemu-system.*$state/vms" >/dev/null; then fail "a qemu process outlived its VirtualMachine"; fi
+[ -z "$(ls -A "$state/vms" 2>/dev/null)" ] || fail "VM state left behind: $(ls "$state/vms")"
+echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
 
 say "Demo checks passed"
 if [ "$interactive" = 0 ]; then
@@ -142,7 +143,7 @@ The controllers keep running against the local control plane. In another termina
   export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$KUBECTL"):\$PATH
   kubectl get foo,deploy
   kubectl patch foo example-foo --type merge -p '{"spec":{"replicas":5}}'
-  kubectl apply -f deploy/examples/vm.yaml && kubectl get vm -w
+  kubectl apply -f deploy/vm-controller/example-vm.yaml && kubectl get vm -w
   tail -f $state/*.log
 
 Press Ctrl-C to stop everything (the control plane and its state are removed).

@@ -46,3 +46,6 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 log "cargo test (unit, integration, doc tests)"
 cargo test --workspace --locked
+
+log "hack/demo.sh --non-interactive (the README's main command, end to end)"
+bash hack/demo.sh --non-interactive
