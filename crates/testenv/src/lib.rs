@@ -46,6 +46,7 @@ pub mod crd;
 mod error;
 mod namespace;
 mod process;
+mod rbac;
 mod wait;
 
 use std::path::Path;
@@ -55,6 +56,7 @@ use kube::Client;
 pub use control_plane::{ControlPlane, ENV_KUBECONFIG, ENV_KUBECTL, ENV_SCRIPT, ENV_START_TIMEOUT};
 pub use error::{Error, Result};
 pub use namespace::TestNamespace;
+pub use rbac::service_account_token;
 pub use wait::{Check, wait_for};
 
 /// `GET` a raw API server path (e.g. `/readyz`, `/version`) as text.

@@ -204,7 +204,9 @@ async fn the_shipped_rbac_is_enough_to_lead() -> anyhow::Result<()> {
     install_crds(&env).await?;
     apply_deploy_files(&env, &["namespace.yaml", "rbac.yaml"])?;
     // The Deployment's ServiceAccount, with its Lease in its own namespace.
-    let token = service_account_token(&env, "kube-controllers", "sample-controller").await?;
+    let token =
+        testenv::service_account_token(env.client(), "kube-controllers", "sample-controller")
+            .await?;
     let kubeconfig = token_kubeconfig(&env, &token, "sa")?;
     let lease_name = format!("e2e-{}", env.namespace());
     let replica = Replica::start(

@@ -146,46 +146,12 @@ pub fn token_kubeconfig(env: &TestEnv, token: &str, name: &str) -> anyhow::Resul
     Ok(path)
 }
 
-/// A token for ServiceAccount `name` in `namespace` (TokenRequest API).
-pub async fn service_account_token(
-    env: &TestEnv,
-    namespace: &str,
-    name: &str,
-) -> anyhow::Result<String> {
-    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client().clone(), namespace);
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        },
-        ..TokenRequest::default()
-    };
-    accounts
-        .create_token_request(name, &PostParams::default(), &request)
-        .await?
-        .status
-        .map(|s| s.token)
-        .ok_or_else(|| anyhow::anyhow!("TokenRequest without a token"))
-}
-
 /// `kubectl apply --server-side` of files from deploy/sample-controller, exactly as
 /// shipped (idempotent across test runs).
 pub fn apply_deploy_files(env: &TestEnv, files: &[&str]) -> anyhow::Result<()> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/sample-controller");
-    for file in files {
-        let out = env
-            .control_plane()
-            .kubectl()
-            .args(["apply", "--server-side", "--force-conflicts", "-f"])
-            .arg(dir.join(file))
-            .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "kubectl apply {file}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    env.control_plane().apply_files(&paths)?;
     Ok(())
 }

@@ -20,7 +20,7 @@ async fn readyz_flips_after_sync_and_metrics_show_the_work() -> anyhow::Result<(
     let mut sa = ServiceAccount::default();
     sa.metadata.name = Some("probe".into());
     accounts.create(&PostParams::default(), &sa).await?;
-    let token = service_account_token(&env, &ns, "probe").await?;
+    let token = testenv::service_account_token(env.client(), &ns, "probe").await?;
     let kubeconfig = token_kubeconfig(&env, &token, "probe")?;
     let replica = Replica::start("probe", &env, &kubeconfig, &[])?;
 

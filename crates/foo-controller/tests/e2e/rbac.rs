@@ -4,9 +4,7 @@
 
 use std::path::PathBuf;
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use testenv::TestEnv;
 
 use super::*;
@@ -24,36 +22,13 @@ async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()
 
     // Apply the manifests exactly as shipped (server-side apply: idempotent if another
     // test run applied them before).
-    for file in ["namespace.yaml", "rbac.yaml"] {
-        let out = env
-            .control_plane()
-            .kubectl()
-            .args(["apply", "--server-side", "--force-conflicts", "-f"])
-            .arg(deploy_file(file))
-            .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "kubectl apply {file}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    env.control_plane()
+        .apply_files(&[&deploy_file("namespace.yaml"), &deploy_file("rbac.yaml")])?;
 
     // A short-lived token for the ServiceAccount, as the kubelet would mount it.
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client().clone(), "kube-controllers");
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: vec![],
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        },
-        ..TokenRequest::default()
-    };
-    let token = accounts
-        .create_token_request("sample-controller", &PostParams::default(), &request)
-        .await?
-        .status
-        .map(|s| s.token)
-        .ok_or_else(|| anyhow::anyhow!("TokenRequest without a token"))?;
+    let token =
+        testenv::service_account_token(env.client(), "kube-controllers", "sample-controller")
+            .await?;
     let as_controller = env.control_plane().client_with_token(&token).await?;
 
     // Not admin: the ServiceAccount may not, say, delete Deployments.

@@ -1,6 +1,5 @@
 //! RBAC is enforced for ServiceAccount tokens from the TokenRequest API.
 
-use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
@@ -19,13 +18,7 @@ async fn service_account_is_forbidden_until_bound_to_a_role() -> anyhow::Result<
         serde_json::from_value(serde_json::json!({ "metadata": { "name": "reader" } }))?;
     sas.create(&pp, &sa).await?;
 
-    let request: TokenRequest = serde_json::from_value(serde_json::json!({
-        "spec": { "audiences": [], "expirationSeconds": 3600 }
-    }))?;
-    let token: TokenRequest = sas
-        .create_subresource("token", "reader", &pp, &request)
-        .await?;
-    let token = token.status.expect("TokenRequest returns a status").token;
+    let token = testenv::service_account_token(env.client(), ns, "reader").await?;
     assert!(!token.is_empty());
 
     let as_sa = env.control_plane().client_with_token(&token).await?;
