@@ -25,7 +25,9 @@ use std::time::Duration;
 
 use cache::SharedInformerFactory;
 use clap::Args;
-use leaderelection::{LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity};
+use leaderelection::{
+    LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity, hostname,
+};
 use metrics::{Health, Metrics, ServingArgs};
 use record::{BroadcasterOptions, EventBroadcaster, EventRecorder};
 use tokio::sync::mpsc;
@@ -117,7 +119,8 @@ impl Manager {
         let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period);
         let events = EventBroadcaster::new(BroadcasterOptions::default());
         events.start_recording_to_sink(client.clone())?;
-        let recorder = events.new_recorder(name.clone(), hostname());
+        // The Events' `source.host`: the Pod's name in a cluster.
+        let recorder = events.new_recorder(name.clone(), hostname().unwrap_or_default());
         Ok(Self {
             name,
             args,
@@ -314,13 +317,4 @@ fn pod_namespace() -> String {
         .map(|ns| ns.trim().to_string())
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| "default".to_string())
-}
-
-/// The node or Pod name for the Events' `source.host`.
-fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
 }

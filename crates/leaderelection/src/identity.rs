@@ -8,8 +8,6 @@
 //! its previous incarnation held, skipping the wait that protects against the old
 //! incarnation still running.
 
-use rand::Rng;
-
 /// `hostname + "_" + a random (version 4) UUID`, e.g.
 /// `foo-controller-7d9c_1b4e28ba-2fa1-4d2e-a0c1-54c1d0f0e8a3`. Falls back to the
 /// `HOSTNAME` environment variable, then to `localhost`, if the hostname cannot be
@@ -21,8 +19,8 @@ pub fn default_identity() -> String {
     format!("{host}_{}", new_uuid())
 }
 
-/// The kernel's hostname (`gethostname(2)`).
-fn hostname() -> Option<String> {
+/// The kernel's hostname (`gethostname(2)`): the Pod's name in a cluster.
+pub fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
@@ -37,18 +35,7 @@ fn hostname() -> Option<String> {
 
 /// A random RFC 4122 version 4 UUID in its canonical text form.
 fn new_uuid() -> String {
-    let mut bytes: [u8; 16] = rand::rng().random();
-    bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
-    bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]

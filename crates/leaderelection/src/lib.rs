@@ -178,7 +178,7 @@ pub use config::{
     JITTER_FACTOR, LeaderElectionConfig,
 };
 pub use duration::{ParseDurationError, parse_duration};
-pub use identity::default_identity;
+pub use identity::{default_identity, hostname};
 pub use leader_elector::{AlreadyRunning, LeaderElector, LeaseExpired};
 pub use lease_lock::LeaseLock;
 pub use record::{
