@@ -24,3 +24,53 @@ pub enum Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An API call a sync handler made, and how it failed: the error variant both
+/// controllers' sync errors carry, so "was it a 409?" is answered in one place.
+///
+/// A 409 Conflict is the common, harmless case under optimistic concurrency: our cached
+/// copy was stale; returning the error retries the key through the queue, and the retry
+/// reads the newer object.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {namespace}/{name}: {source}")]
+pub struct ApiError {
+    /// What was attempted, e.g. "create Deployment".
+    pub action: &'static str,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// The API error (boxed: it is large, and errors are the rare path).
+    #[source]
+    pub source: Box<kube::Error>,
+}
+
+impl ApiError {
+    /// `action` on `namespace/name` failed with `source`.
+    pub fn new(action: &'static str, namespace: &str, name: &str, source: kube::Error) -> Self {
+        Self {
+            action,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The HTTP status the API server answered with, if it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match &*self.source {
+            kube::Error::Api(status) => Some(status.code),
+            _ => None,
+        }
+    }
+
+    /// 409 Conflict: the object changed since we read it.
+    pub fn is_conflict(&self) -> bool {
+        self.status_code() == Some(409)
+    }
+
+    /// 404 Not Found: the object is gone.
+    pub fn is_not_found(&self) -> bool {
+        self.status_code() == Some(404)
+    }
+}

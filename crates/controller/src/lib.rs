@@ -87,7 +87,7 @@ pub mod throttle;
 pub use controller::{
     CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, wait_for_cache_sync,
 };
-pub use error::{Error, Result};
+pub use error::{ApiError, Error, Result};
 pub use logging::{LogFormat, init_logging};
 pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};

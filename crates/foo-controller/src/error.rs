@@ -22,25 +22,15 @@ pub enum Error {
     },
     /// An API call failed (a 409 Conflict from a stale cache is the common, harmless
     /// case: the retry reads the newer object).
-    #[error("{action} {namespace}/{name}: {source}")]
-    Api {
-        /// What was attempted, e.g. "create Deployment".
-        action: &'static str,
-        /// The object's namespace.
-        namespace: String,
-        /// The object's name.
-        name: String,
-        /// The API error.
-        #[source]
-        source: Box<kube::Error>,
-    },
+    #[error(transparent)]
+    Api(#[from] controller::ApiError),
 }
 
 impl Error {
     /// Whether the API answered 409 Conflict (optimistic concurrency: our cached copy
     /// was stale).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, Error::Api { source, .. } if matches!(&**source, kube::Error::Api(status) if status.code == 409))
+        matches!(self, Error::Api(e) if e.is_conflict())
     }
 }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooStatus};
 use cache::{Lister, split_meta_namespace_key};
-use controller::{Action, SyncHandler, is_controlled_by};
+use controller::{Action, ApiError, SyncHandler, is_controlled_by};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
 use record::{EventRecorder, EventType};
@@ -107,12 +107,7 @@ impl FooSyncer {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..PostParams::default()
         };
-        let api_error = |action, source| Error::Api {
-            action,
-            namespace: namespace.to_string(),
-            name: deployment_name.to_string(),
-            source: Box::new(source),
-        };
+        let api_error = |action, source| ApiError::new(action, namespace, deployment_name, source);
         let mut deployment = match self.deployments.get(namespace, deployment_name) {
             Ok(deployment) => deployment,
             Err(err) if err.is_not_found() => {
@@ -178,12 +173,7 @@ impl FooSyncer {
             let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
             foos.replace_status(name, &post, &updated)
                 .await
-                .map_err(|source| Error::Api {
-                    action: "update Foo status",
-                    namespace: namespace.to_string(),
-                    name: name.to_string(),
-                    source: Box::new(source),
-                })?;
+                .map_err(|source| ApiError::new("update Foo status", namespace, name, source))?;
         }
 
         // 7. Tell the user. Repeats are folded into one Event with a count by the

@@ -24,6 +24,7 @@
 //!    status write clobber metadata).
 
 use apis::cloudnative::v1alpha1::VirtualMachine;
+use controller::ApiError;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -103,9 +104,7 @@ impl VirtualMachineSyncer {
             .patch_metadata(&mut vm, "remove finalizer", patch)
             .await
         {
-            Err(Error::Api { source, .. }) if matches!(&*source, kube::Error::Api(s) if s.code == 404) => {
-                Ok(())
-            }
+            Err(Error::Api(e)) if e.is_not_found() => Ok(()),
             other => other,
         }
     }
@@ -129,12 +128,7 @@ impl VirtualMachineSyncer {
         let answered = api
             .patch_metadata(&name, &params, &Patch::Merge(&patch))
             .await
-            .map_err(|source| Error::Api {
-                action,
-                namespace,
-                name,
-                source: Box::new(source),
-            })?;
+            .map_err(|source| ApiError::new(action, &namespace, &name, source))?;
         vm.metadata.resource_version = answered.metadata.resource_version;
         vm.metadata.finalizers = answered.metadata.finalizers;
         if answered.metadata.annotations.is_some() {

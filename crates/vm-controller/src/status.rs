@@ -22,13 +22,14 @@ use std::time::Duration;
 use apis::cloudnative::v1alpha1::{
     ResourceUsage, ServerStatus, VirtualMachine, VirtualMachinePhase, VirtualMachineStatus,
 };
+use controller::ApiError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use tracing::debug;
 use vm_driver::ServerId;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sync::{FIELD_MANAGER, VirtualMachineSyncer};
 
 /// A status without `lastUpdateTime` (set when written).
@@ -114,12 +115,7 @@ impl VirtualMachineSyncer {
         };
         api.replace_status(&name, &post, &updated)
             .await
-            .map_err(|source| Error::Api {
-                action: "update status",
-                namespace,
-                name,
-                source: Box::new(source),
-            })
+            .map_err(|source| ApiError::new("update status", &namespace, &name, source).into())
     }
 }
 
