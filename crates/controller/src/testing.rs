@@ -69,12 +69,17 @@ pub struct ApiAction {
 }
 
 impl ApiAction {
+    /// "resource" or "resource/subresource", e.g. "foos/status".
+    pub fn resource_path(&self) -> String {
+        match &self.subresource {
+            Some(sub) => format!("{}/{sub}", self.resource),
+            None => self.resource.clone(),
+        }
+    }
+
     /// "verb resource[/subresource]", e.g. "update foos/status": the form tests compare.
     pub fn describe(&self) -> String {
-        match &self.subresource {
-            Some(sub) => format!("{} {}/{}", self.verb, self.resource, sub),
-            None => format!("{} {}", self.verb, self.resource),
-        }
+        format!("{} {}", self.verb, self.resource_path())
     }
 
     /// The value of query parameter `name` (not URL-decoded; ours are plain words).
@@ -165,7 +170,7 @@ impl FakeApi {
     }
 
     /// Makes the next `verb` request on `resource` (e.g. "update", "deployments"; use
-    /// "foos/status" for a subresource) fail with HTTP `code` and Status `reason`
+    /// "foos/status" for a subresource: "foos" alone does not match it) fail with HTTP `code` and Status `reason`
     /// ("Conflict", "InternalError", ...). Failures queue up in the order scripted.
     pub fn fail_next(&self, verb: &str, resource: &str, code: u16, reason: &str) {
         self.state.lock().failures.push(ScriptedFailure {
@@ -206,16 +211,11 @@ async fn handle(
     };
 
     let mut st = state.lock();
-    let failure = st.failures.iter().position(|f| {
-        f.verb == action.verb
-            && (f.resource == action.resource
-                || Some(f.resource.as_str())
-                    == action
-                        .subresource
-                        .as_ref()
-                        .map(|s| format!("{}/{s}", action.resource))
-                        .as_deref())
-    });
+    let resource = action.resource_path();
+    let failure = st
+        .failures
+        .iter()
+        .position(|f| f.verb == action.verb && f.resource == resource);
     let response = if let Some(i) = failure {
         let f = st.failures.remove(i);
         status_response(
@@ -358,5 +358,28 @@ mod tests {
         .unwrap();
         assert_eq!(a.describe(), "deletecollection deployments");
         assert!(parse_action(&Method::GET, "/healthz", String::new(), None).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_scripted_failure_matches_exactly_its_resource_or_subresource() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{Api, PostParams};
+
+        let api = FakeApi::new();
+        let cms: Api<ConfigMap> = Api::namespaced(api.client(), "ns");
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("a".into());
+        let pp = PostParams::default();
+        api.fail_next("update", "configmaps/status", 409, "Conflict");
+        cms.replace("a", &pp, &cm)
+            .await
+            .expect("the main resource is not the subresource");
+        let err = cms.replace_status("a", &pp, &cm).await.unwrap_err();
+        assert!(err.to_string().contains("Conflict"), "{err}");
+        api.fail_next("update", "configmaps", 500, "InternalError");
+        cms.replace_status("a", &pp, &cm)
+            .await
+            .expect("the subresource is not the main resource");
+        assert!(cms.replace("a", &pp, &cm).await.is_err());
     }
 }
