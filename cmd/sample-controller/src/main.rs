@@ -7,6 +7,8 @@
 //! sample-controller --kubeconfig ~/.kube/config --workers 2 --leader-elect
 //! ```
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use clap::Parser;
 use controller::{Manager, ManagerArgs};
@@ -30,16 +32,16 @@ async fn main() -> anyhow::Result<()> {
     let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
         .context("starting sample-controller")?;
-    let foos = FooController::for_namespace(
+    let foos = Arc::new(FooController::for_namespace(
         manager.client().clone(),
         manager.factory(),
         cli.manager.run.namespace.as_deref(),
         manager.recorder(),
-    );
-    let synced = foos.synced_check();
+    ));
+    let synced = Arc::clone(&foos);
     manager
         .health()
-        .add_readyz_check("informers-synced", move || synced())?;
+        .add_readyz_check("informers-synced", move || synced.has_synced())?;
 
     let workers = cli.manager.run.workers.into();
     manager

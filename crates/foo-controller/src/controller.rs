@@ -108,12 +108,6 @@ impl FooController {
         self.synced.iter().all(|synced| synced())
     }
 
-    /// [`has_synced`](Self::has_synced) as a standalone check (for `/readyz`).
-    pub fn synced_check(&self) -> InformerSynced {
-        let synced = self.synced.clone();
-        Arc::new(move || synced.iter().all(|synced| synced()))
-    }
-
     /// Runs `workers` workers until `cancel` fires, then drains the queue. See
     /// [`Controller::run`].
     pub async fn run(&self, workers: usize, cancel: CancellationToken) -> controller::Result<()> {
