@@ -65,6 +65,9 @@ jsonpath_is() { # jsonpath_is EXPECTED kubectl-get-args... -o jsonpath=...
 }
 
 say "Building what the demo needs"
+if ! command -v curl >/dev/null 2>&1; then # the /readyz and /metrics checks below
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends curl >/dev/null
+fi
 bash hack/control-plane.sh build
 bash hack/install-qemu.sh
 cargo build --locked -p sample-controller -p vm-controller-bin
