@@ -32,18 +32,27 @@
 //!
 //! [`has_synced`](DeltaFifo::has_synced) becomes true once everything from the first
 //! `replace` (the initial list) has been popped.
+//!
+//! One departure from client-go: a replace can arrive page by page
+//! ([`DeltaFifo::begin_replace`], [`replace_page`](DeltaFifo::replace_page),
+//! [`finish_replace`](DeltaFifo::finish_replace)), each page queued as soon as it is
+//! listed instead of after the last one. The `replace` submodule explains why that
+//! is safe and what it saves.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::pin::pin;
 use std::sync::Arc;
 
 use kube::Resource;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::error::Result;
 use crate::keys::meta_namespace_key;
+
+mod replace;
+pub use replace::Replacement;
 
 /// The kind of change a [`Delta`] records: client-go's `DeltaType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -207,6 +216,9 @@ struct State<K> {
 pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
     ready: Notify,
+    /// Flips to `true` once, when [`has_synced`](Self::has_synced) becomes true, so
+    /// waiters need not poll.
+    synced: watch::Sender<bool>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     transform: Option<TransformFunc<K>>,
 }
@@ -240,14 +252,36 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 closed: false,
             }),
             ready: Notify::new(),
+            synced: watch::Sender::new(false),
             known_objects,
             transform,
         }
     }
 
-    /// Applies the transform (if any) and wraps the object for storing. The reflector
-    /// calls it on every list page as the page arrives, so a large initial list is
-    /// never held untransformed all at once (see [`replace_prepared`](Self::replace_prepared)).
+    /// Uses `synced` as the signal that turns `true` when [`has_synced`](Self::has_synced)
+    /// does (the informer passes its own, which exists before the FIFO does).
+    pub fn with_synced_signal(mut self, synced: watch::Sender<bool>) -> Self {
+        self.synced = synced;
+        self
+    }
+
+    /// A receiver that sees `true` once [`has_synced`](Self::has_synced) is true.
+    pub fn synced_signal(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    /// Publishes the synced state after a change that may have completed it: the
+    /// first queued event (`populated`), a pop, or the end of a replace.
+    fn signal_if_synced(&self, st: &State<K>) {
+        if st.populated && st.initial_population_count == 0 && !*self.synced.borrow() {
+            self.synced.send_replace(true);
+        }
+    }
+
+    /// Applies the transform (if any) and wraps the object for storing. Every object
+    /// goes through it exactly once on its way into the queue; a list is transformed
+    /// page by page as it arrives ([`replace_page`](Self::replace_page)), so a large
+    /// initial list is never held untransformed all at once.
     ///
     /// Without a transform it trims `metadata.managedFields` to its length: JSON
     /// decoding grows that vector by doubling (one entry usually sits in room for
@@ -272,6 +306,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut st = self.state.lock();
         st.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Added(obj));
+        self.signal_if_synced(&st);
         Ok(())
     }
 
@@ -282,6 +317,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut st = self.state.lock();
         st.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Updated(obj));
+        self.signal_if_synced(&st);
         Ok(())
     }
 
@@ -292,6 +328,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
         st.populated = true;
+        self.signal_if_synced(&st);
         let known = match &self.known_objects {
             Some(known) => known.get_by_key(&key).is_some(),
             None => false,
@@ -312,83 +349,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// is queued or known but not in the list. client-go's `Replace`.
     ///
     /// Objects without a name are skipped and reported in the error, after the rest
-    /// of the list has been applied.
+    /// of the list has been applied. The reflector uses the paged form of the same
+    /// operation ([`begin_replace`](Self::begin_replace),
+    /// [`replace_page`](Self::replace_page), [`finish_replace`](Self::finish_replace)).
     pub fn replace(&self, list: Vec<K>) -> Result<()> {
-        let list = list.into_iter().map(|obj| self.prepare(obj)).collect();
-        self.replace_prepared(list)
-    }
-
-    /// [`replace`](Self::replace) for objects already passed through
-    /// [`prepare`](Self::prepare) (transformed once, never twice).
-    ///
-    /// Why it exists: with a transform that strips most of each object (say
-    /// `managedFields`), transforming page by page while the list is still being
-    /// fetched keeps the peak memory of an initial sync near the *transformed* size;
-    /// transforming only here, after every page has arrived, would briefly hold the
-    /// whole list at full size (measured: 50k ConfigMaps, 425 MiB vs 229 MiB peak RSS;
-    /// docs/benchmarks.md).
-    pub fn replace_prepared(&self, list: Vec<Arc<K>>) -> Result<()> {
-        let mut first_error = None;
-        let mut st = self.state.lock();
-        let mut keys: HashSet<Arc<str>> = HashSet::with_capacity(list.len());
-        for obj in list {
-            match meta_namespace_key(obj.as_ref()) {
-                Ok(key) => {
-                    let key: Arc<str> = key.into();
-                    keys.insert(key.clone());
-                    self.queue_action(&mut st, key, Delta::Replaced(obj));
-                }
-                Err(e) => first_error = first_error.or(Some(e)),
-            }
-        }
-
-        // Deletion detection against keys still queued here...
-        let mut queued_deletions = 0;
-        let missing_queued: Vec<(Arc<str>, Option<Arc<K>>)> = st
-            .items
-            .iter()
-            .filter(|(key, _)| !keys.contains(*key))
-            .map(|(key, deltas)| (key.clone(), deltas.last().and_then(|d| d.object().cloned())))
-            .collect();
-        for (key, obj) in missing_queued {
-            queued_deletions += 1;
-            let tombstone = DeletedFinalStateUnknown {
-                key: key.to_string(),
-                obj,
-            };
-            self.queue_action(
-                &mut st,
-                key,
-                Delta::Deleted(DeletedObject::Tombstone(tombstone)),
-            );
-        }
-        // ...and against what the indexer knows but nothing is queued for.
-        if let Some(known) = &self.known_objects {
-            for key in known.list_keys() {
-                if keys.contains(key.as_str())
-                    || st.items.get(key.as_str()).is_some_and(|d| !d.is_empty())
-                {
-                    continue;
-                }
-                queued_deletions += 1;
-                let tombstone = DeletedFinalStateUnknown {
-                    key: key.clone(),
-                    obj: known.get_by_key(&key),
-                };
-                self.queue_action(
-                    &mut st,
-                    key.into(),
-                    Delta::Deleted(DeletedObject::Tombstone(tombstone)),
-                );
-            }
-        }
-
-        if !st.populated {
-            st.populated = true;
-            st.initial_population_count = keys.len() + queued_deletions;
-        }
-        drop(st);
-        first_error.map_or(Ok(()), Err)
+        let mut replacement = self.begin_replace();
+        self.replace_page(&mut replacement, list);
+        self.finish_replace(replacement)
     }
 
     /// Queues a `Sync` delta for every known object with nothing queued: client-go's
@@ -409,17 +376,20 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Appends a delta for `key`, collapsing a duplicate deletion.
-    fn queue_action(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
+    /// Appends a delta for `key`, collapsing a duplicate deletion. Returns whether
+    /// the key joined the queue (it was not queued yet).
+    fn queue_action(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) -> bool {
         match st.items.get_mut(&key) {
             Some(deltas) if !deltas.is_empty() => {
                 deltas.push(delta);
                 dedup_deltas(deltas);
+                false
             }
             _ => {
                 st.items.insert(key.clone(), vec![delta]);
                 st.queue.push_back(key);
                 self.ready.notify_one();
+                true
             }
         }
     }
@@ -442,7 +412,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                         st.initial_population_count -= 1;
                     }
                     let deltas = st.items.remove(&key).unwrap_or_default();
-                    return Some(process(&key, deltas, is_in_initial_list));
+                    let result = process(&key, deltas, is_in_initial_list);
+                    // After `process`: a woken waiter must find the last item applied.
+                    self.signal_if_synced(&st);
+                    return Some(result);
                 }
                 if st.closed {
                     return None;

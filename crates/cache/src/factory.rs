@@ -16,6 +16,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -46,7 +48,8 @@ struct InformerKey {
 trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn start(&self, cancel: CancellationToken);
-    fn has_synced(&self) -> bool;
+    /// Waits until synced or cancelled; whether it synced.
+    fn wait_for_cache_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool>;
     fn name(&self) -> String;
 }
 
@@ -66,8 +69,8 @@ impl<K: Resource + Send + Sync + 'static> AnyInformer for Entry<K> {
         let informer = self.informer.clone();
         tokio::spawn(async move { informer.run(cancel).await });
     }
-    fn has_synced(&self) -> bool {
-        self.informer.has_synced()
+    fn wait_for_cache_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool> {
+        self.informer.wait_for_cache_sync(cancel).boxed()
     }
     fn name(&self) -> String {
         self.name.clone()
@@ -184,21 +187,13 @@ impl SharedInformerFactory {
 
     /// Waits until every informer handed out so far has synced, or `cancel` fires:
     /// client-go's `WaitForCacheSync`. Returns each informer's name and whether it
-    /// synced.
+    /// synced. Woken by each informer as it syncs (no polling).
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> Vec<(String, bool)> {
         let informers: Vec<_> = self.informers.lock().values().cloned().collect();
-        loop {
-            if informers.iter().all(|i| i.has_synced()) || cancel.is_cancelled() {
-                return informers
-                    .iter()
-                    .map(|i| (i.name(), i.has_synced()))
-                    .collect();
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => {}
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
+        let synced =
+            futures::future::join_all(informers.iter().map(|i| i.wait_for_cache_sync(cancel)))
+                .await;
+        informers.iter().map(|i| i.name()).zip(synced).collect()
     }
 }
 

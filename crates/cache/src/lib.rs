@@ -110,7 +110,7 @@ pub mod testing;
 
 pub use delta_fifo::{
     DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaType, KeyListerGetter,
-    TransformFunc,
+    Replacement, TransformFunc,
 };
 pub use error::{Error, Result};
 pub use factory::{InformerOptions, SharedInformerFactory};

@@ -37,7 +37,7 @@
 //!   so the thundering-herd argument for `"0"` is gone.
 //! * A `"0"` list ignores `limit` and arrives as **one** response holding every
 //!   object; a `""` list really is paged. Paging, plus transforming each page as it
-//!   arrives ([`DeltaFifo::replace_prepared`]), is what keeps the peak memory of an
+//!   arrives ([`DeltaFifo::replace_page`]), is what keeps the peak memory of an
 //!   initial sync near the transformed size (docs/benchmarks.md: 50k ConfigMaps).
 //! * The answer is never stale, so the watch that follows starts from a current
 //!   version. A relist after `410 Gone` needs exactly that anyway.
@@ -308,10 +308,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     }
 
     /// Lists every page at `rv` and replaces the FIFO's contents; returns how many
-    /// objects it listed. Each page is transformed as it arrives (see
-    /// [`DeltaFifo::replace_prepared`]).
+    /// objects it listed. Each page is transformed and queued as it arrives
+    /// ([`DeltaFifo::replace_page`]): the informer moves page N into the indexer while
+    /// page N+1 is on the wire, and an untransformed list is never held in full. The
+    /// tombstones for objects missing from the list wait for the last page. If a page
+    /// fails, the replace is abandoned (no tombstones) and the caller relists.
     async fn list(&self, rv: &str) -> Result<usize, kube::Error> {
-        let mut items = Vec::new();
+        let mut replacement = self.store.begin_replace();
+        let mut count = 0;
         let mut options = ListOptions {
             resource_version: rv.to_string(),
             limit: self.page_size,
@@ -319,14 +323,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         };
         let list_rv = loop {
             let page = self.lister_watcher.list(&options).await?;
-            items.extend(page.items.into_iter().map(|obj| self.store.prepare(obj)));
+            count += page.items.len();
+            self.store.replace_page(&mut replacement, page.items);
             match page.continue_token {
                 Some(token) => options.continue_token = Some(token),
                 None => break page.resource_version,
             }
         };
-        let count = items.len();
-        if let Err(e) = self.store.replace_prepared(items) {
+        if let Err(e) = self.store.finish_replace(replacement) {
             tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
         }
         self.set_resource_version(&list_rv);

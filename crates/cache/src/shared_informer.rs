@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use kube::Resource;
 use parking_lot::Mutex;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -39,9 +40,6 @@ use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
 use crate::reflector::{BackoffConfig, Reflector};
 use crate::store::{Indexer, Indexers};
-
-/// How often `wait_for_cache_sync` looks (client-go's `syncedPollPeriod`).
-const SYNCED_POLL_PERIOD: Duration = Duration::from_millis(100);
 
 /// A handler's registration: client-go's `ResourceEventHandlerRegistration`.
 pub struct ResourceEventHandlerRegistration<K> {
@@ -94,6 +92,9 @@ struct Inner<K> {
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
     fifo: Mutex<Option<Arc<DeltaFifo<K>>>>,
+    /// `true` once the initial list is in the indexer; the FIFO sets it (see
+    /// [`DeltaFifo::with_synced_signal`]).
+    synced: watch::Sender<bool>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,
     transform: Mutex<Option<TransformFunc<K>>>,
     default_resync_period: Duration,
@@ -103,7 +104,7 @@ struct Inner<K> {
 
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn has_synced(&self) -> bool {
-        self.fifo.lock().as_ref().is_some_and(|f| f.has_synced())
+        *self.synced.borrow()
     }
 
     /// Applies one key's deltas to the indexer and distributes them: client-go's
@@ -250,6 +251,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 default_resync_period,
                 backoff: Mutex::new(BackoffConfig::default()),
                 started: AtomicBool::new(false),
+                synced: watch::Sender::new(false),
             }),
         }
     }
@@ -361,17 +363,14 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
-    /// Waits until [`has_synced`](Self::has_synced), polling every 100 ms; `false` if
-    /// `cancel` fires first. client-go's `WaitForCacheSync`.
+    /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first.
+    /// client-go's `WaitForCacheSync`, which polls every 100 ms; this one is woken by
+    /// the DeltaFIFO the moment the last object of the initial list is applied.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
-        loop {
-            if self.has_synced() {
-                return true;
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return false,
-                _ = tokio::time::sleep(SYNCED_POLL_PERIOD) => {}
-            }
+        let mut synced = self.inner.synced.subscribe();
+        tokio::select! {
+            result = synced.wait_for(|synced| *synced) => result.is_ok(),
+            _ = cancel.cancelled() => self.has_synced(),
         }
     }
 
@@ -383,10 +382,10 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             return;
         }
         let transform = self.inner.transform.lock().clone();
-        let fifo = Arc::new(DeltaFifo::new(
-            Some(Arc::new(self.inner.indexer.clone())),
-            transform,
-        ));
+        let fifo = Arc::new(
+            DeltaFifo::new(Some(Arc::new(self.inner.indexer.clone())), transform)
+                .with_synced_signal(self.inner.synced.clone()),
+        );
         let reflector = Arc::new(
             Reflector::new(
                 self.inner.name.clone(),

@@ -231,10 +231,12 @@ async fn close_ends_pop_after_the_queue_drains() {
 }
 
 #[tokio::test]
-async fn replace_prepared_transforms_exactly_once() {
+async fn paged_replace_transforms_once_and_queues_each_page_at_once() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let calls = Arc::new(AtomicUsize::new(0));
-    let known: Arc<dyn KeyListerGetter<ConfigMap>> = Arc::new(Indexer::<ConfigMap>::new());
+    let known_indexer = Indexer::<ConfigMap>::new();
+    known_indexer.add("default/gone", Arc::new(cm("gone", "1")));
+    let known: Arc<dyn KeyListerGetter<ConfigMap>> = Arc::new(known_indexer.clone());
     let fifo = DeltaFifo::new(
         Some(known),
         Some(Arc::new({
@@ -245,15 +247,68 @@ async fn replace_prepared_transforms_exactly_once() {
             }
         })),
     );
-    // What the reflector does: prepare each page as it arrives, replace once.
-    let page: Vec<_> = [cm("a", "1"), cm("b", "1")]
-        .into_iter()
-        .map(|o| fifo.prepare(o))
-        .collect();
-    fifo.replace_prepared(page).unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
-    assert_eq!(fifo.list_keys().len(), 2);
+    // What the reflector does: one replace, fed a page at a time.
+    let mut replacement = fifo.begin_replace();
+    fifo.replace_page(&mut replacement, vec![cm("a", "1"), cm("b", "1")]);
+    // The first page is poppable before the list is complete...
+    assert_eq!(fifo.list_keys(), ["default/a", "default/b"]);
+    let (types, _, initial) = pop(&fifo).await;
+    assert_eq!((types, initial), (vec![DeltaType::Replaced], true));
+    // ...but no tombstone yet (the missing key may be on a later page).
+    fifo.replace_page(&mut replacement, vec![cm("c", "1")]);
+    assert_eq!(fifo.list_keys(), ["default/b", "default/c"]);
+    assert_eq!(replacement.len(), 3);
+    fifo.finish_replace(replacement).unwrap();
+    assert_eq!(fifo.list_keys(), ["default/b", "default/c", "default/gone"]);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "each object transformed once"
+    );
     // The plain replace transforms by itself.
-    fifo.replace(vec![cm("c", "1")]).unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    fifo.replace(vec![cm("d", "1")]).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn paged_initial_replace_is_synced_only_after_finish() {
+    let fifo = fifo_with(&Indexer::new());
+    let mut replacement = fifo.begin_replace();
+    fifo.replace_page(&mut replacement, vec![cm("a", "1"), cm("b", "1")]);
+    // Everything listed so far is popped, yet the list is not finished.
+    assert!(pop(&fifo).await.2, "in the initial list");
+    assert!(pop(&fifo).await.2, "in the initial list");
+    assert!(!fifo.has_synced(), "synced before the last page");
+    fifo.replace_page(&mut replacement, vec![cm("c", "1")]);
+    fifo.finish_replace(replacement).unwrap();
+    assert!(!fifo.has_synced(), "the last page is still queued");
+    assert!(pop(&fifo).await.2, "in the initial list");
+    assert!(fifo.has_synced());
+    // Later events are not part of the initial list.
+    fifo.add(cm("d", "2")).unwrap();
+    assert!(!pop(&fifo).await.2);
+}
+
+#[tokio::test]
+async fn abandoned_paged_replace_emits_no_tombstone() {
+    let known = Indexer::new();
+    known.add("default/x", Arc::new(cm("x", "1")));
+    let fifo = fifo_with(&known);
+    // A list that fails after its first page: the page stays, nothing is deleted.
+    let mut replacement = fifo.begin_replace();
+    fifo.replace_page(&mut replacement, vec![cm("a", "2")]);
+    drop(replacement);
+    assert_eq!(fifo.list_keys(), ["default/a"]);
+    assert!(!fifo.has_synced());
+    // The retry completes; now the missing key gets its tombstone, after "a".
+    let mut replacement = fifo.begin_replace();
+    fifo.replace_page(&mut replacement, vec![cm("a", "3")]);
+    fifo.finish_replace(replacement).unwrap();
+    assert_eq!(fifo.list_keys(), ["default/a", "default/x"]);
+    let (types, _, _) = pop(&fifo).await;
+    assert_eq!(types, [DeltaType::Replaced, DeltaType::Replaced]);
+    let (types, deltas, _) = pop(&fifo).await;
+    assert_eq!(types, [DeltaType::Deleted]);
+    assert!(matches!(&deltas[0], Delta::Deleted(d) if d.is_tombstone()));
+    assert!(fifo.has_synced());
 }

@@ -16,10 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::runtime::{reflector, watcher};
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -50,10 +49,6 @@ enum Command {
         implementation: Impl,
         #[arg(long)]
         namespace: String,
-        /// How long to poll has_synced (ours): the informer's own
-        /// wait_for_cache_sync polls every 100 ms, too coarse to time a sync.
-        #[arg(long, default_value_t = 1)]
-        poll_ms: u64,
     },
 }
 
@@ -63,24 +58,15 @@ enum Impl {
     Ours,
     /// The same, with a transform that drops metadata.managedFields.
     OursTransform,
-    /// Diagnostic: ours-transform, but the first list asks for the most recent
-    /// version (resourceVersion unset) instead of "0", so the server really pages it
-    /// by 500 (at "0" it answers from its watch cache in one response, ignoring the
-    /// limit).
-    OursPagedTransform,
-    /// Prototype of a fix: a paged (most recent) first list, and managedFields dropped
-    /// page by page inside the ListerWatcher, so the reflector never accumulates
-    /// untransformed objects (no informer transform).
-    OursPagedListTransform,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
-    /// (most recent) list, 500 per page.
+    /// (most recent) list, 500 per page, as ours lists.
     KubeRuntime,
-    /// kube-runtime with `any_semantic()`: resourceVersion=0, exactly the requests
-    /// ours makes.
-    KubeRuntimeAny,
     /// kube-runtime (default config), dropping metadata.managedFields of every event
     /// before the store.
     KubeRuntimeTransform,
+    /// kube-runtime with `streaming_lists()`: the initial list as a watch with
+    /// sendInitialEvents=true (the WatchList feature, on by default in 1.34 servers).
+    KubeRuntimeStreaming,
 }
 
 impl Impl {
@@ -88,11 +74,9 @@ impl Impl {
         match self {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
-            Impl::OursPagedTransform => "ours-paged-transform",
-            Impl::OursPagedListTransform => "ours-paged-list-transform",
             Impl::KubeRuntime => "kube-runtime",
-            Impl::KubeRuntimeAny => "kube-runtime-any",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
+            Impl::KubeRuntimeStreaming => "kube-runtime-streaming",
         }
     }
 }
@@ -113,8 +97,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Sync {
             implementation,
             namespace,
-            poll_ms,
-        } => sync(client, implementation, &namespace, poll_ms, process_start).await,
+        } => sync(client, implementation, &namespace, process_start).await,
     }
 }
 
@@ -245,27 +228,16 @@ async fn sync(
     client: Client,
     implementation: Impl,
     namespace: &str,
-    poll_ms: u64,
     process_start: Instant,
 ) -> anyhow::Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform | Impl::OursPagedTransform | Impl::OursPagedListTransform => {
-            let lister_watcher: Arc<dyn cache::ListerWatcher<ConfigMap>> = match implementation {
-                Impl::OursPagedTransform => Arc::new(MostRecentList {
-                    inner: cache::ApiListerWatcher::new(api),
-                    strip_managed_fields: false,
-                }),
-                Impl::OursPagedListTransform => Arc::new(MostRecentList {
-                    inner: cache::ApiListerWatcher::new(api),
-                    strip_managed_fields: true,
-                }),
-                _ => Arc::new(cache::ApiListerWatcher::new(api)),
-            };
+        Impl::Ours | Impl::OursTransform => {
+            let lister_watcher = Arc::new(cache::ApiListerWatcher::new(api));
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
-            if matches!(implementation, Impl::OursTransform | Impl::OursPagedTransform) {
+            if matches!(implementation, Impl::OursTransform) {
                 informer
                     .set_transform(Arc::new(|mut cm: ConfigMap| {
                         cm.metadata.managed_fields = None;
@@ -277,31 +249,22 @@ async fn sync(
                 let (informer, cancel) = (informer.clone(), cancel.clone());
                 async move { informer.run(cancel).await }
             });
-            // has_synced, polled finely (wait_for_cache_sync polls every 100 ms).
-            // The reflector sets its resourceVersion right after handing the whole
-            // list to the DeltaFIFO: that splits the time into list (request,
-            // decoding, DeltaFIFO::replace) and processing (popping into the indexer).
-            let mut listed = None;
-            while !informer.has_synced() {
-                if listed.is_none() && !informer.last_sync_resource_version().is_empty() {
-                    listed = Some(started.elapsed());
-                }
-                tokio::time::sleep(Duration::from_millis(poll_ms)).await;
-            }
+            // Woken by the informer when the last listed object is in the indexer,
+            // as kube-runtime's wait_until_ready below.
+            anyhow::ensure!(informer.wait_for_cache_sync(&cancel).await, "not synced");
             let elapsed = started.elapsed();
             let objects = informer.indexer().len();
-            report(implementation, elapsed, listed, objects, process_start).await;
+            report(implementation, elapsed, objects, process_start).await;
             cancel.cancel();
             objects
         }
-        Impl::KubeRuntime | Impl::KubeRuntimeAny | Impl::KubeRuntimeTransform => {
+        Impl::KubeRuntime | Impl::KubeRuntimeTransform | Impl::KubeRuntimeStreaming => {
             let (reader, writer) = reflector::store::<ConfigMap>();
             // Config::default(): page size 500 (as ours), most recent list semantic.
             let mut config = watcher::Config::default();
             assert_eq!(config.page_size, Some(500));
-            if matches!(implementation, Impl::KubeRuntimeAny) {
-                // resourceVersion=0 + NotOlderThan, as ours (and client-go) list.
-                config = config.any_semantic();
+            if matches!(implementation, Impl::KubeRuntimeStreaming) {
+                config = config.streaming_lists();
             }
             let strip = matches!(implementation, Impl::KubeRuntimeTransform);
             let events = watcher(api, config).map_ok(move |event| {
@@ -326,7 +289,7 @@ async fn sync(
             reader.wait_until_ready().await.context("reflector writer dropped")?;
             let elapsed = started.elapsed();
             let objects = reader.len();
-            report(implementation, elapsed, None, objects, process_start).await;
+            report(implementation, elapsed, objects, process_start).await;
             cancel.cancel();
             let _ = driver.await;
             objects
@@ -338,73 +301,9 @@ async fn sync(
     Ok(())
 }
 
-/// Ours with the first list at the most recent version (resourceVersion unset)
-/// instead of "0": the API server serves a list at "0" from its watch cache in one
-/// response, ignoring `limit`, but pages a most-recent list. Optionally drops
-/// managedFields from every page as it arrives (and from watch events).
-struct MostRecentList {
-    inner: cache::ApiListerWatcher<ConfigMap>,
-    strip_managed_fields: bool,
-}
-
-impl cache::ListerWatcher<ConfigMap> for MostRecentList {
-    fn list(
-        &self,
-        options: &cache::ListOptions,
-    ) -> BoxFuture<'_, Result<cache::ListPage<ConfigMap>, kube::Error>> {
-        let mut options = options.clone();
-        if options.resource_version == "0" {
-            options.resource_version.clear();
-        }
-        let page = self.inner.list(&options);
-        if !self.strip_managed_fields {
-            return page;
-        }
-        Box::pin(async move {
-            let mut page = page.await?;
-            for cm in &mut page.items {
-                cm.metadata.managed_fields = None;
-            }
-            Ok(page)
-        })
-    }
-
-    fn watch(
-        &self,
-        options: &cache::WatchOptions,
-    ) -> BoxFuture<'_, Result<cache::WatchStream<ConfigMap>, kube::Error>> {
-        let watch = self.inner.watch(options);
-        if !self.strip_managed_fields {
-            return watch;
-        }
-        Box::pin(async move {
-            let stream = watch.await?;
-            let stream: cache::WatchStream<ConfigMap> = Box::pin(stream.map_ok(|event| match event {
-                WatchEvent::Added(mut cm) => {
-                    cm.metadata.managed_fields = None;
-                    WatchEvent::Added(cm)
-                }
-                WatchEvent::Modified(mut cm) => {
-                    cm.metadata.managed_fields = None;
-                    WatchEvent::Modified(cm)
-                }
-                WatchEvent::Deleted(mut cm) => {
-                    cm.metadata.managed_fields = None;
-                    WatchEvent::Deleted(cm)
-                }
-                other => other,
-            }));
-            Ok(stream)
-        })
-    }
-}
-
-/// Waits a second (so lazily freed memory and in-flight work settle), then prints the
-/// JSON line.
 async fn report(
     implementation: Impl,
     elapsed: Duration,
-    listed: Option<Duration>,
     objects: usize,
     process_start: Instant,
 ) {
@@ -418,7 +317,6 @@ async fn report(
             "count": objects,
             "objects": objects,
             "sync_ms": (elapsed.as_secs_f64() * 1e4).round() / 10.0,
-            "listed_ms": listed.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0),
             "process_to_synced_ms": ((process_start.elapsed() - Duration::from_secs(1)).as_secs_f64() * 1e4).round() / 10.0,
             "cpu_ms": cpu,
             "peak_rss_kb": hwm,
