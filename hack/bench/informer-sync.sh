@@ -16,19 +16,19 @@
 # (default: target/bench/informer-sync).
 #
 # Implementations (informer-sync-bench sync --impl ...), all listing with limit=500:
-#   ours                    crates/cache SharedIndexInformer, no handlers. (Before commit
-#                           9acc205 its first list was at resourceVersion=0 like client-go,
-#                           which the 1.34 API server answers from its watch cache in ONE
-#                           response, ignoring the limit; since then it lists most-recent,
-#                           paged, so ours-paged-* now behave like ours-transform.)
+#   ours                    crates/cache SharedIndexInformer, no handlers; most-recent
+#                           (consistent) list, each page queued as it arrives; timed until
+#                           wait_for_cache_sync returns (woken, not polled)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
-#                           most-recent list, really paged by 500
+#                           most-recent list, paged by 500; timed until wait_until_ready
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
-#   kube-runtime-any        kube-runtime with any_semantic(): the same requests as ours
-#   ours-paged-transform    diagnostic: ours-transform with a most-recent (paged) first list
-#   ours-paged-list-transform  prototype fix: paged first list, managedFields dropped page
-#                           by page in the ListerWatcher (before the reflector accumulates)
+#   kube-runtime-streaming  kube-runtime with streaming_lists() (WatchList,
+#                           sendInitialEvents=true), for reference
+#
+# Each round runs every implementation once; the order rotates by one per round, so
+# no implementation always follows the same one. The summary shows the ratio of the
+# medians and, because the machine drifts between rounds, each round's own ratio.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -36,7 +36,7 @@ cd "$ROOT"
 BENCH_DIR="$ROOT/hack/bench/informer-sync"
 SIZES="${SIZES:-10000 50000}"
 RUNS="${RUNS:-3}"
-IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform kube-runtime-any ours-paged-transform ours-paged-list-transform}"
+IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform}"
 NAMESPACE="${NAMESPACE:-informer-sync-bench}"
 CONCURRENCY="${CONCURRENCY:-32}"
 OUT="${OUT:-$ROOT/target/bench/informer-sync}"
@@ -78,8 +78,11 @@ for size in $SIZES; do
   sleep 5
   echo "warm-up sync (discarded): $("$BIN" sync --impl ours --namespace "$NAMESPACE")"
   echo "size $size: load before runs: $(load)" | tee -a "$OUT/load.txt"
+  read -r -a impls <<<"$IMPLS"
   for run in $(seq 1 "$RUNS"); do
-    for impl in $IMPLS; do
+    n=${#impls[@]}
+    for k in $(seq 0 $((n - 1))); do
+      impl=${impls[$(((k + run - 1) % n))]}
       line=$("$BIN" sync --impl "$impl" --namespace "$NAMESPACE")
       echo "size=$size run=$run $line"
       printf '{"size":%s,"run":%s,"result":%s}\n' "$size" "$run" "$line" >>"$OUT/results.jsonl"
@@ -96,7 +99,7 @@ from collections import defaultdict
 runs = defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    runs[(r["size"], r["result"]["impl"])].append(r["result"])
+    runs[(r["size"], r["result"]["impl"])].append(dict(r["result"], run=r["run"]))
 
 def med(size, impl, field):
     xs = [r[field] for r in runs.get((size, impl), []) if r.get(field) is not None]
@@ -111,8 +114,7 @@ def ms(x):
 def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}"
 
-impls = ["ours", "ours-transform", "ours-paged-transform", "ours-paged-list-transform",
-         "kube-runtime", "kube-runtime-transform", "kube-runtime-any"]
+impls = ["ours", "ours-transform", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
 sizes = sorted({s for s, _ in runs})
 print("| objects | implementation | sync ms | client CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|")
@@ -121,16 +123,25 @@ for s in sizes:
         if (s, i) in runs:
             print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {ms(med(s, i, 'cpu_ms'))} | {mib(med(s, i, 'peak_rss_kb'))} "
                   f"| {mib(med(s, i, 'rss_kb'))} | {len(runs[(s, i)])} |")
+
+def per_round(size, a, b, field):
+    """This round's a/b ratios, for rounds that ran both."""
+    by_run = lambda impl: {r["run"]: r[field] for r in runs.get((size, impl), [])}
+    ra, rb = by_run(a), by_run(b)
+    return [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k]]
+
 print()
-print("| objects | comparison | sync time ratio | client CPU ratio | peak RSS ratio |")
-print("|---|---|---:|---:|---:|")
+print("| objects | comparison | sync time: ratio of medians | sync time: per-round ratios (median, rounds < 1) | client CPU ratio | peak RSS ratio |")
+print("|---|---|---:|---|---:|---:|")
 for s in sizes:
-    for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime"),
-                 ("ours-transform", "kube-runtime-transform"), ("ours", "kube-runtime-any"),
-                 ("ours-paged-transform", "kube-runtime-transform"),
-                 ("ours-paged-list-transform", "kube-runtime-transform")]:
+    for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime-transform"),
+                 ("ours", "kube-runtime-streaming")]:
         if (s, a) in runs and (s, b) in runs:
+            rr = per_round(s, a, b, "sync_ms")
+            rounds = " ".join(f"{x:.2f}" for x in rr)
+            below = sum(1 for x in rr if x < 1)
             print(f"| {s} | {a} / {b} | {ratio(med(s, a, 'sync_ms'), med(s, b, 'sync_ms'))} "
+                  f"| {rounds} (median {statistics.median(rr):.2f}, {below} of {len(rr)} < 1) "
                   f"| {ratio(med(s, a, 'cpu_ms'), med(s, b, 'cpu_ms'))} "
                   f"| {ratio(med(s, a, 'peak_rss_kb'), med(s, b, 'peak_rss_kb'))} |")
 print()
@@ -138,8 +149,7 @@ print("| objects | transform saves (peak RSS / RSS after sync, MiB) |")
 print("|---|---|")
 for s in sizes:
     parts = []
-    for a, b in [("ours", "ours-transform"), ("ours", "ours-paged-list-transform"),
-                 ("kube-runtime", "kube-runtime-transform")]:
+    for a, b in [("ours", "ours-transform"), ("kube-runtime", "kube-runtime-transform")]:
         if (s, a) in runs and (s, b) in runs:
             dp = med(s, a, "peak_rss_kb") - med(s, b, "peak_rss_kb")
             dr = med(s, a, "rss_kb") - med(s, b, "rss_kb")
