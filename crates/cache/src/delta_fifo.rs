@@ -36,7 +36,7 @@
 //! One departure from client-go: a replace can arrive page by page
 //! ([`DeltaFifo::begin_replace`], [`replace_page`](DeltaFifo::replace_page),
 //! [`finish_replace`](DeltaFifo::finish_replace)), each page queued as soon as it is
-//! listed instead of after the last one. The `replace` submodule explains why that
+//! listed instead of after the last one. The [`replace`] module explains why that
 //! is safe and what it saves.
 
 use std::collections::{HashMap, VecDeque};
@@ -51,7 +51,7 @@ use tokio::sync::{Notify, watch};
 use crate::error::Result;
 use crate::keys::meta_namespace_key;
 
-mod replace;
+pub mod replace;
 pub use replace::Replacement;
 
 /// The kind of change a [`Delta`] records: client-go's `DeltaType`.

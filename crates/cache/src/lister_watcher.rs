@@ -4,8 +4,9 @@
 //! The reflector needs exactly two calls from the API server: *list* (a page of
 //! objects and the resourceVersion the list was taken at) and *watch* (a stream of
 //! changes after a resourceVersion). Putting them behind a trait lets unit tests script
-//! both (see `tests/reflector.rs`), while [`ApiListerWatcher`] makes the real calls
-//! through [`kube::Api`].
+//! both (see `tests/informer.rs`), while [`ApiListerWatcher`] makes the real calls
+//! with a [`kube::Client`]: watches through [`kube::Api`], lists through the
+//! [`pager`], which asks for the next page before decoding the current one.
 
 use std::fmt;
 
@@ -14,6 +15,9 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::api::{Api, ListParams, VersionMatch, WatchEvent, WatchParams};
 use serde::de::DeserializeOwned;
+
+pub mod pager;
+use pager::Pager;
 
 /// The default page size of a list, as client-go's pager uses.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -68,6 +72,8 @@ pub trait ListerWatcher<K>: Send + Sync {
 /// client-go's `NewFilteredListWatchFromClient`.
 pub struct ApiListerWatcher<K> {
     api: Api<K>,
+    /// Lists with one page of read-ahead (see [`pager`]).
+    pager: Pager,
     label_selector: Option<String>,
     field_selector: Option<String>,
 }
@@ -81,10 +87,11 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
     }
 }
 
-impl<K> ApiListerWatcher<K> {
+impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
     /// Lists and watches everything `api` can see.
     pub fn new(api: Api<K>) -> Self {
         Self {
+            pager: Pager::new(api.clone().into_client(), api.resource_url()),
             api,
             label_selector: None,
             field_selector: None,
@@ -124,7 +131,7 @@ where
             }
         }
         async move {
-            let list = self.api.list(&params).await?;
+            let list = self.pager.list::<K>(&params).await?;
             Ok(ListPage {
                 items: list.items,
                 resource_version: list.metadata.resource_version.unwrap_or_default(),
