@@ -55,6 +55,11 @@ pub struct WatchOptions {
     /// Ask for BOOKMARK events, which advance the resourceVersion without a change,
     /// so a re-watch after a quiet period does not start from a compacted version.
     pub allow_bookmarks: bool,
+    /// A *streaming list* (`sendInitialEvents=true`, KEP-3157, on by default in
+    /// Kubernetes 1.34 servers): first an `ADDED` event for every existing object, then
+    /// a bookmark annotated `k8s.io/initial-events-end`, then ordinary watch events.
+    /// Needs `allow_bookmarks`; `resource_version` is then a lower bound ("" = now).
+    pub send_initial_events: bool,
 }
 
 /// A stream of watch events.
@@ -147,7 +152,7 @@ where
             field_selector: self.field_selector.clone(),
             timeout: Some(options.timeout_seconds),
             bookmarks: options.allow_bookmarks,
-            ..WatchParams::default()
+            send_initial_events: options.send_initial_events,
         };
         let version = options.resource_version.clone();
         async move {

@@ -99,6 +99,7 @@ struct Inner<K> {
     transform: Mutex<Option<TransformFunc<K>>>,
     default_resync_period: Duration,
     backoff: Mutex<BackoffConfig>,
+    watch_list: AtomicBool,
     started: AtomicBool,
 }
 
@@ -250,6 +251,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 transform: Mutex::new(None),
                 default_resync_period,
                 backoff: Mutex::new(BackoffConfig::default()),
+                watch_list: AtomicBool::new(true),
                 started: AtomicBool::new(false),
                 synced: watch::Sender::new(false),
             }),
@@ -328,6 +330,13 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         *self.inner.backoff.lock() = backoff;
     }
 
+    /// Whether the reflector lists by streaming (default `true`, with a fallback to
+    /// paged lists on servers without it; see [`crate::reflector::watch_list`]) or
+    /// always in pages. Takes effect when the informer starts.
+    pub fn set_watch_list(&self, enabled: bool) {
+        self.inner.watch_list.store(enabled, Ordering::SeqCst);
+    }
+
     /// The cache: client-go's `GetIndexer`.
     pub fn indexer(&self) -> &Indexer<K> {
         &self.inner.indexer
@@ -392,7 +401,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 self.inner.lister_watcher.clone(),
                 fifo.clone(),
             )
-            .with_backoff(*self.inner.backoff.lock()),
+            .with_backoff(*self.inner.backoff.lock())
+            .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst)),
         );
         *self.inner.fifo.lock() = Some(fifo.clone());
         *self.inner.reflector.lock() = Some(reflector.clone());

@@ -18,18 +18,20 @@
 //! # }
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kube::api::WatchEvent;
-use kube::core::Status;
+use kube::core::watch::{Bookmark, BookmarkMeta};
+use kube::core::{Status, TypeMeta};
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_stream_shim::UnboundedReceiverStream;
 
 use crate::lister_watcher::{ListOptions, ListPage, ListerWatcher, WatchOptions, WatchStream};
+use crate::reflector::INITIAL_EVENTS_END;
 
 /// One scripted answer to a watch call.
 enum WatchAnswer<K> {
@@ -41,11 +43,19 @@ enum WatchAnswer<K> {
 ///
 /// When the list script runs out, `list` fails with a 500; when the watch script runs
 /// out, `watch` returns a stream that never ends (a quiet, healthy watch).
+///
+/// Streaming lists (watches with `send_initial_events`) have a script and a call log
+/// of their own ([`push_watch_list`](Self::push_watch_list),
+/// [`watch_list_calls`](Self::watch_list_calls)). When that script is empty the answer
+/// is a `422 Invalid`, as from a server without the WatchList feature, so a reflector
+/// falls back to paged lists and the plain list/watch scripts apply unchanged.
 pub struct ScriptedListerWatcher<K> {
     lists: Mutex<VecDeque<Result<ListPage<K>, kube::Error>>>,
     watches: Mutex<VecDeque<WatchAnswer<K>>>,
+    watch_lists: Mutex<VecDeque<WatchAnswer<K>>>,
     list_calls: Mutex<Vec<ListOptions>>,
     watch_calls: Mutex<Vec<WatchOptions>>,
+    watch_list_calls: Mutex<Vec<WatchOptions>>,
 }
 
 impl<K> fmt::Debug for ScriptedListerWatcher<K> {
@@ -62,8 +72,10 @@ impl<K> Default for ScriptedListerWatcher<K> {
         Self {
             lists: Mutex::new(VecDeque::new()),
             watches: Mutex::new(VecDeque::new()),
+            watch_lists: Mutex::new(VecDeque::new()),
             list_calls: Mutex::new(Vec::new()),
             watch_calls: Mutex::new(Vec::new()),
+            watch_list_calls: Mutex::new(Vec::new()),
         }
     }
 }
@@ -114,6 +126,30 @@ impl<K: Send + 'static> ScriptedListerWatcher<K> {
         tx
     }
 
+    /// Queues the answer to the next streaming list (a watch with
+    /// `send_initial_events`): `events`, then closed (`close`) or open.
+    pub fn push_watch_list(&self, events: Vec<Result<WatchEvent<K>, kube::Error>>, close: bool) {
+        let events = futures::stream::iter(events);
+        let stream = if close {
+            events.boxed()
+        } else {
+            events.chain(futures::stream::pending()).boxed()
+        };
+        self.watch_lists
+            .lock()
+            .push_back(WatchAnswer::Stream(stream));
+    }
+
+    /// Queues a streaming list that fails to start with `err`.
+    pub fn push_watch_list_error(&self, err: kube::Error) {
+        self.watch_lists.lock().push_back(WatchAnswer::Fail(err));
+    }
+
+    /// Every streaming-list call so far.
+    pub fn watch_list_calls(&self) -> Vec<WatchOptions> {
+        self.watch_list_calls.lock().clone()
+    }
+
     /// Every `list` call so far.
     pub fn list_calls(&self) -> Vec<ListOptions> {
         self.list_calls.lock().clone()
@@ -137,6 +173,19 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for ScriptedListerWatcher<K> {
     }
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
+        if options.send_initial_events {
+            self.watch_list_calls.lock().push(options.clone());
+            let answer = match self.watch_lists.lock().pop_front() {
+                Some(WatchAnswer::Fail(e)) => Err(e),
+                Some(WatchAnswer::Stream(s)) => Ok(s),
+                None => Err(api_error(
+                    422,
+                    "Invalid",
+                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+                )),
+            };
+            return futures::future::ready(answer).boxed();
+        }
         self.watch_calls.lock().push(options.clone());
         let answer = match self.watches.lock().pop_front() {
             Some(WatchAnswer::Fail(e)) => Err(e),
@@ -150,6 +199,29 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for ScriptedListerWatcher<K> {
 /// An API error with an HTTP code and reason, as the server sends it.
 pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
     kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+}
+
+/// A plain bookmark at `rv`.
+pub fn bookmark<K>(rv: &str) -> WatchEvent<K> {
+    bookmark_with(rv, BTreeMap::new())
+}
+
+/// The bookmark that ends the initial events of a streaming list, at `rv`.
+pub fn initial_events_end<K>(rv: &str) -> WatchEvent<K> {
+    bookmark_with(
+        rv,
+        [(INITIAL_EVENTS_END.to_string(), "true".to_string())].into(),
+    )
+}
+
+fn bookmark_with<K>(rv: &str, annotations: BTreeMap<String, String>) -> WatchEvent<K> {
+    WatchEvent::Bookmark(Bookmark {
+        types: TypeMeta::default(),
+        metadata: BookmarkMeta {
+            resource_version: rv.to_string(),
+            annotations,
+        },
+    })
 }
 
 /// The `410 Gone` (`Expired`) a server answers for a compacted resourceVersion.

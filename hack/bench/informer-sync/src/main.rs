@@ -54,10 +54,14 @@ enum Command {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Impl {
-    /// crates/cache SharedIndexInformer, no handlers, no transform.
+    /// crates/cache SharedIndexInformer (defaults: a streaming list, falling back to
+    /// paged lists), no handlers, no transform.
     Ours,
     /// The same, with a transform that drops metadata.managedFields.
     OursTransform,
+    /// Ours with set_watch_list(false): always paged lists (500 per page, one page
+    /// of read-ahead).
+    OursPaged,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
     /// (most recent) list, 500 per page, as ours lists.
     KubeRuntime,
@@ -74,6 +78,7 @@ impl Impl {
         match self {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
+            Impl::OursPaged => "ours-paged",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
             Impl::KubeRuntimeStreaming => "kube-runtime-streaming",
@@ -234,9 +239,10 @@ async fn sync(
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform => {
+        Impl::Ours | Impl::OursTransform | Impl::OursPaged => {
             let lister_watcher = Arc::new(cache::ApiListerWatcher::new(api));
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
+            informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
             if matches!(implementation, Impl::OursTransform) {
                 informer
                     .set_transform(Arc::new(|mut cm: ConfigMap| {
