@@ -15,16 +15,17 @@
 # Logs, the raw JSON lines (results.jsonl) and the summary are kept in $OUT
 # (default: target/bench/informer-sync).
 #
-# Implementations (informer-sync-bench sync --impl ...), all listing with limit=500:
-#   ours                    crates/cache SharedIndexInformer, no handlers; most-recent
-#                           (consistent) list, each page queued as it arrives; timed until
-#                           wait_for_cache_sync returns (woken, not polled)
+# Implementations (informer-sync-bench sync --impl ...):
+#   ours                    crates/cache SharedIndexInformer with its defaults (a streaming
+#                           list, sendInitialEvents, falling back to paged lists), no
+#                           handlers; timed until wait_for_cache_sync returns (woken, not polled)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
+#   ours-paged              ours with set_watch_list(false): most-recent list in pages of
+#                           500 (each page queued as it arrives, one page of read-ahead)
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
-#                           most-recent list, paged by 500; timed until wait_until_ready
+#                           most-recent list in pages of 500; timed until wait_until_ready
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
-#   kube-runtime-streaming  kube-runtime with streaming_lists() (WatchList,
-#                           sendInitialEvents=true), for reference
+#   kube-runtime-streaming  kube-runtime with streaming_lists() (sendInitialEvents)
 #
 # Each round runs every implementation once; the order rotates by one per round, so
 # no implementation always follows the same one. The summary shows the ratio of the
@@ -36,7 +37,7 @@ cd "$ROOT"
 BENCH_DIR="$ROOT/hack/bench/informer-sync"
 SIZES="${SIZES:-10000 50000}"
 RUNS="${RUNS:-3}"
-IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform}"
+IMPLS="${IMPLS:-ours kube-runtime ours-transform kube-runtime-transform ours-paged kube-runtime-streaming}"
 NAMESPACE="${NAMESPACE:-informer-sync-bench}"
 CONCURRENCY="${CONCURRENCY:-32}"
 OUT="${OUT:-$ROOT/target/bench/informer-sync}"
@@ -114,7 +115,7 @@ def ms(x):
 def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}"
 
-impls = ["ours", "ours-transform", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
+impls = ["ours", "ours-transform", "ours-paged", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
 sizes = sorted({s for s, _ in runs})
 print("| objects | implementation | sync ms | client CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|")
@@ -135,7 +136,7 @@ print("| objects | comparison | sync time: ratio of medians | sync time: per-rou
 print("|---|---|---:|---|---:|---:|")
 for s in sizes:
     for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime-transform"),
-                 ("ours", "kube-runtime-streaming")]:
+                 ("ours", "kube-runtime-streaming"), ("ours-paged", "kube-runtime")]:
         if (s, a) in runs and (s, b) in runs:
             rr = per_round(s, a, b, "sync_ms")
             rounds = " ".join(f"{x:.2f}" for x in rr)

@@ -52,6 +52,7 @@
 //! (kube-runtime's watcher makes the same choice by default.)
 
 use std::fmt;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -404,9 +405,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     ) -> WatchEnd {
         let started = Instant::now();
         let mut events = 0;
+        // One cancellation future for the whole watch, not one per event.
+        let mut cancelled = pin!(cancel.cancelled());
         loop {
             let next = tokio::select! {
-                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                _ = &mut cancelled => return WatchEnd::Cancelled,
                 next = stream.next() => next,
             };
             let event = match next {

@@ -26,6 +26,7 @@
 //! parameter does) is not asked again: that reflector lists in pages from then on.
 
 use std::mem;
+use std::pin::pin;
 
 use futures::StreamExt;
 use kube::Resource;
@@ -82,9 +83,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         let mut replacement = self.store.begin_replace();
         let mut batch = Vec::with_capacity(batch_size);
         let mut count = 0;
+        // One cancellation future for the whole stream, not one per event.
+        let mut cancelled = pin!(cancel.cancelled());
         loop {
             let next = tokio::select! {
-                _ = cancel.cancelled() => return WatchList::Cancelled,
+                _ = &mut cancelled => return WatchList::Cancelled,
                 next = stream.next() => next,
             };
             let event = match next {
