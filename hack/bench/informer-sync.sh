@@ -45,6 +45,15 @@ mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 
 say() { printf '\n=== %s\n' "$*"; }
+# CPU time (user + system, ms) used so far by the local process matching $1; 0 if none
+# (a remote control plane): the server's share of each sync, which the client's
+# figures do not show.
+proc_cpu_ms() {
+  local pid
+  pid=$(pgrep -f "$1" | head -n 1 || true)
+  if [ -z "$pid" ]; then echo 0; return; fi
+  awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$pid/stat"
+}
 load() { uptime | sed 's/.*load average: //'; }
 
 {
@@ -84,9 +93,12 @@ for size in $SIZES; do
     n=${#impls[@]}
     for k in $(seq 0 $((n - 1))); do
       impl=${impls[$(((k + run - 1) % n))]}
+      api0=$(proc_cpu_ms 'bin/kube-apiserver'); etcd0=$(proc_cpu_ms 'bin/etcd')
       line=$("$BIN" sync --impl "$impl" --namespace "$NAMESPACE")
-      echo "size=$size run=$run $line"
-      printf '{"size":%s,"run":%s,"result":%s}\n' "$size" "$run" "$line" >>"$OUT/results.jsonl"
+      api=$(( $(proc_cpu_ms 'bin/kube-apiserver') - api0 )); etcd=$(( $(proc_cpu_ms 'bin/etcd') - etcd0 ))
+      echo "size=$size run=$run apiserver_cpu_ms=$api etcd_cpu_ms=$etcd $line"
+      printf '{"size":%s,"run":%s,"apiserver_cpu_ms":%s,"etcd_cpu_ms":%s,"result":%s}\n' \
+        "$size" "$run" "$api" "$etcd" "$line" >>"$OUT/results.jsonl"
     done
   done
   echo "size $size: load after runs:  $(load)" | tee -a "$OUT/load.txt"
@@ -100,7 +112,8 @@ from collections import defaultdict
 runs = defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    runs[(r["size"], r["result"]["impl"])].append(dict(r["result"], run=r["run"]))
+    runs[(r["size"], r["result"]["impl"])].append(dict(
+        r["result"], run=r["run"], apiserver_cpu_ms=r.get("apiserver_cpu_ms"), etcd_cpu_ms=r.get("etcd_cpu_ms")))
 
 def med(size, impl, field):
     xs = [r[field] for r in runs.get((size, impl), []) if r.get(field) is not None]
@@ -117,13 +130,14 @@ def ratio(a, b):
 
 impls = ["ours", "ours-transform", "ours-paged", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
 sizes = sorted({s for s, _ in runs})
-print("| objects | implementation | sync ms | client CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
-print("|---|---|---:|---:|---:|---:|---:|")
+print("| objects | implementation | sync ms | client CPU ms | apiserver CPU ms | etcd CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for s in sizes:
     for i in impls:
         if (s, i) in runs:
-            print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {ms(med(s, i, 'cpu_ms'))} | {mib(med(s, i, 'peak_rss_kb'))} "
-                  f"| {mib(med(s, i, 'rss_kb'))} | {len(runs[(s, i)])} |")
+            print(f"| {s} | {i} | {ms(med(s, i, 'sync_ms'))} | {ms(med(s, i, 'cpu_ms'))} "
+                  f"| {ms(med(s, i, 'apiserver_cpu_ms'))} | {ms(med(s, i, 'etcd_cpu_ms'))} "
+                  f"| {mib(med(s, i, 'peak_rss_kb'))} | {mib(med(s, i, 'rss_kb'))} | {len(runs[(s, i)])} |")
 
 def per_round(size, a, b, field):
     """This round's a/b ratios, for rounds that ran both."""
