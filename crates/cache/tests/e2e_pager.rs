@@ -1,15 +1,25 @@
-//! e2e: `ApiListerWatcher::list` against a real kube-apiserver, with its one page of
-//! read-ahead (`cache::lister_watcher::pager`): every object exactly once across
-//! pages, a repeated or out-of-order request answered correctly (the read-ahead is
-//! discarded, not served), and server errors reported as `kube::Error::Api` with the
-//! server's status code, as `kube::Api` reports them.
+//! e2e: listing against a real kube-apiserver. `ApiListerWatcher::list` with its one
+//! page of read-ahead (`cache::lister_watcher::pager`): every object exactly once
+//! across pages, a repeated request answered correctly (the read-ahead is discarded,
+//! not served), and server errors reported as `kube::Error::Api` with the server's
+//! status code, as `kube::Api` reports them. And an informer syncs to exactly the
+//! server's state both by streaming list (the default) and by paged list.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use cache::{ApiListerWatcher, ListOptions, ListPage, ListerWatcher};
+use cache::{
+    ApiListerWatcher, ListOptions, ListPage, ListerWatcher, SharedIndexInformer, WatchOptions,
+    WatchStream,
+};
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use testenv::TestEnv;
+use tokio_util::sync::CancellationToken;
 
 fn names(page: &ListPage<ConfigMap>) -> Vec<String> {
     page.items
@@ -79,6 +89,111 @@ async fn pages_with_read_ahead_are_exact_and_errors_keep_their_status() -> anyho
     match bad.list(&ListOptions::default()).await {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 400, "{status:?}"),
         other => panic!("expected a 400 Api error, got {other:?}"),
+    }
+    Ok(())
+}
+
+/// Counts the list requests (pages) going through to the real source.
+struct CountingLists {
+    inner: ApiListerWatcher<ConfigMap>,
+    lists: AtomicUsize,
+}
+
+impl ListerWatcher<ConfigMap> for CountingLists {
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<ListPage<ConfigMap>, kube::Error>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(options)
+    }
+    fn watch(
+        &self,
+        options: &WatchOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<ConfigMap>, kube::Error>> {
+        self.inner.watch(options)
+    }
+}
+
+/// name -> resourceVersion of the labelled ConfigMaps in an informer's cache.
+fn cached(informer: &SharedIndexInformer<ConfigMap>) -> BTreeMap<String, String> {
+    informer
+        .indexer()
+        .list()
+        .into_iter()
+        .map(|cm| {
+            let name = cm.metadata.name.clone().unwrap();
+            (name, cm.metadata.resource_version.clone().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_and_paged_informers_sync_to_exactly_the_servers_state() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("cache-sync-modes").await?;
+    let api: Api<ConfigMap> = Api::namespaced(env.client().clone(), env.namespace());
+    // More than two pages and more than two streaming batches of 500.
+    futures::stream::iter(0..1234)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let cm = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(format!("cm-{i:04}")),
+                        labels: Some([("mode".to_string(), "test".to_string())].into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                api.create(&PostParams::default(), &cm).await
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let server: BTreeMap<String, String> = api
+        .list(&ListParams::default().labels("mode=test"))
+        .await?
+        .items
+        .into_iter()
+        .map(|cm| {
+            (
+                cm.metadata.name.unwrap(),
+                cm.metadata.resource_version.unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(server.len(), 1234);
+
+    for streaming in [true, false] {
+        let lw = Arc::new(CountingLists {
+            inner: ApiListerWatcher::new(api.clone()).labels("mode=test"),
+            lists: AtomicUsize::new(0),
+        });
+        let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+        informer.set_watch_list(streaming);
+        let stop = CancellationToken::new();
+        let task = tokio::spawn({
+            let (informer, stop) = (informer.clone(), stop.clone());
+            async move { informer.run(stop).await }
+        });
+        let synced =
+            tokio::time::timeout(Duration::from_secs(60), informer.wait_for_cache_sync(&stop))
+                .await;
+        assert!(
+            matches!(synced, Ok(true)),
+            "streaming={streaming}: not synced"
+        );
+        assert_eq!(cached(&informer), server, "streaming={streaming}");
+        // The 1.34 server streams; without streaming, 1234 objects are 3 pages.
+        let pages = lw.lists.load(Ordering::SeqCst);
+        assert_eq!(
+            pages,
+            if streaming { 0 } else { 3 },
+            "streaming={streaming}"
+        );
+        stop.cancel();
+        task.await?;
     }
     Ok(())
 }
