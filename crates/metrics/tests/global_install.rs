@@ -31,14 +31,18 @@ async fn installed_providers_feed_one_registry_and_only_the_first_install_counts
     let queue: RateLimitingQueue<String> = RateLimitingQueue::with_default_rate_limiter("global-q");
     queue.add("k".into());
 
-    // A reflector made the usual way (as an informer makes it).
+    // A reflector made the usual way (as an informer makes it), listing in pages so
+    // that exactly one list and one watch are counted.
     let source = Arc::new(ScriptedListerWatcher::<ConfigMap>::new());
     source.push_list_items(vec![], "3");
-    let reflector = Arc::new(Reflector::new(
-        "global-r",
-        source.clone(),
-        Arc::new(DeltaFifo::new(None, None)),
-    ));
+    let reflector = Arc::new(
+        Reflector::new(
+            "global-r",
+            source.clone(),
+            Arc::new(DeltaFifo::new(None, None)),
+        )
+        .with_watch_list(false),
+    );
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (reflector, cancel) = (reflector.clone(), cancel.clone());
