@@ -258,16 +258,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Uses `synced` as the signal that turns `true` when [`has_synced`](Self::has_synced)
-    /// does (the informer passes its own, which exists before the FIFO does).
+    /// Sets `synced` to `true` when [`has_synced`](Self::has_synced) becomes true, so
+    /// waiters can subscribe to it instead of polling (the informer passes its own,
+    /// which exists before the FIFO does).
     pub fn with_synced_signal(mut self, synced: watch::Sender<bool>) -> Self {
         self.synced = synced;
         self
-    }
-
-    /// A receiver that sees `true` once [`has_synced`](Self::has_synced) is true.
-    pub fn synced_signal(&self) -> watch::Receiver<bool> {
-        self.synced.subscribe()
     }
 
     /// Publishes the synced state after a change that may have completed it: the

@@ -93,12 +93,23 @@ impl FromStr for ObjectName {
 /// assert_eq!(meta_namespace_key(&node).unwrap(), "node-1");
 /// ```
 pub fn meta_namespace_key<K: Resource>(obj: &K) -> Result<String> {
+    let mut key = String::new();
+    write_meta_namespace_key(obj, &mut key)?;
+    Ok(key)
+}
+
+/// Writes the key of `obj` into `buf` (cleared first), so a caller that keys many
+/// objects can reuse one buffer.
+pub(crate) fn write_meta_namespace_key<K: Resource>(obj: &K, buf: &mut String) -> Result<()> {
     let meta = obj.meta();
     let name = meta.name.as_deref().ok_or(Error::MissingName)?;
-    Ok(match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
-    })
+    buf.clear();
+    if let Some(ns) = meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        buf.push_str(ns);
+        buf.push('/');
+    }
+    buf.push_str(name);
+    Ok(())
 }
 
 /// Splits a key into `(namespace, name)`; the namespace is empty for cluster-scoped

@@ -314,24 +314,12 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             let end = match synced_stream {
                 Some(stream) => self.watch_handler(stream, &cancel).await,
                 None => {
-                    let options = WatchOptions {
-                        resource_version: self.last_sync_resource_version(),
-                        // Randomised, so that many watchers do not all reconnect at once.
-                        timeout_seconds: rand::rng().random_range(300..600),
-                        allow_bookmarks: true,
-                        send_initial_events: false,
-                    };
-                    if let Some(m) = &self.metrics {
-                        m.watch_started();
-                    }
-                    let started = tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        started = self.lister_watcher.watch(&options) => started,
-                    };
-                    match started {
-                        Ok(stream) => self.watch_handler(stream, &cancel).await,
-                        Err(e) if is_gone(&e) => WatchEnd::Gone,
-                        Err(e) => WatchEnd::Failed(e),
+                    let rv = self.last_sync_resource_version();
+                    match self.start_watch(&rv, false, &cancel).await {
+                        None => return,
+                        Some(Ok(stream)) => self.watch_handler(stream, &cancel).await,
+                        Some(Err(e)) if is_gone(&e) => WatchEnd::Gone,
+                        Some(Err(e)) => WatchEnd::Failed(e),
                     }
                 }
             };
@@ -362,6 +350,30 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     }
                 }
             }
+        }
+    }
+
+    /// Starts a watch from `rv` with bookmarks (a streaming list with
+    /// `send_initial_events`) and counts it; `None` if cancelled first.
+    async fn start_watch(
+        &self,
+        rv: &str,
+        send_initial_events: bool,
+        cancel: &CancellationToken,
+    ) -> Option<Result<WatchStream<K>, kube::Error>> {
+        let options = WatchOptions {
+            resource_version: rv.to_string(),
+            // Randomised, so that many watchers do not all reconnect at once.
+            timeout_seconds: rand::rng().random_range(300..600),
+            allow_bookmarks: true,
+            send_initial_events,
+        };
+        if let Some(m) = &self.metrics {
+            m.watch_started();
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => None,
+            started = self.lister_watcher.watch(&options) => Some(started),
         }
     }
 

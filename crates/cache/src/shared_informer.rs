@@ -91,7 +91,6 @@ struct Inner<K> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
-    fifo: Mutex<Option<Arc<DeltaFifo<K>>>>,
     /// `true` once the initial list is in the indexer; the FIFO sets it (see
     /// [`DeltaFifo::with_synced_signal`]).
     synced: watch::Sender<bool>,
@@ -246,7 +245,6 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                     listeners: Vec::new(),
                     next_id: 0,
                 }),
-                fifo: Mutex::new(None),
                 reflector: Mutex::new(None),
                 transform: Mutex::new(None),
                 default_resync_period,
@@ -404,7 +402,6 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             .with_backoff(*self.inner.backoff.lock())
             .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst)),
         );
-        *self.inner.fifo.lock() = Some(fifo.clone());
         *self.inner.reflector.lock() = Some(reflector.clone());
 
         let reflector_task = tokio::spawn({

@@ -23,7 +23,8 @@ use std::fmt;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube::api::WatchEvent;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ObjectMeta, WatchEvent};
 use kube::core::watch::{Bookmark, BookmarkMeta};
 use kube::core::{Status, TypeMeta};
 use parking_lot::Mutex;
@@ -102,13 +103,9 @@ impl<K: Send + 'static> ScriptedListerWatcher<K> {
 
     /// Queues a watch that delivers `events`, then closes (`close`) or stays open.
     pub fn push_watch(&self, events: Vec<Result<WatchEvent<K>, kube::Error>>, close: bool) {
-        let events = futures::stream::iter(events);
-        let stream = if close {
-            events.boxed()
-        } else {
-            events.chain(futures::stream::pending()).boxed()
-        };
-        self.watches.lock().push_back(WatchAnswer::Stream(stream));
+        self.watches
+            .lock()
+            .push_back(WatchAnswer::Stream(scripted_stream(events, close)));
     }
 
     /// Queues a watch call that fails to start with `err`.
@@ -129,15 +126,9 @@ impl<K: Send + 'static> ScriptedListerWatcher<K> {
     /// Queues the answer to the next streaming list (a watch with
     /// `send_initial_events`): `events`, then closed (`close`) or open.
     pub fn push_watch_list(&self, events: Vec<Result<WatchEvent<K>, kube::Error>>, close: bool) {
-        let events = futures::stream::iter(events);
-        let stream = if close {
-            events.boxed()
-        } else {
-            events.chain(futures::stream::pending()).boxed()
-        };
         self.watch_lists
             .lock()
-            .push_back(WatchAnswer::Stream(stream));
+            .push_back(WatchAnswer::Stream(scripted_stream(events, close)));
     }
 
     /// Queues a streaming list that fails to start with `err`.
@@ -173,32 +164,56 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for ScriptedListerWatcher<K> {
     }
 
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>> {
-        if options.send_initial_events {
-            self.watch_list_calls.lock().push(options.clone());
-            let answer = match self.watch_lists.lock().pop_front() {
-                Some(WatchAnswer::Fail(e)) => Err(e),
-                Some(WatchAnswer::Stream(s)) => Ok(s),
-                None => Err(api_error(
-                    422,
-                    "Invalid",
-                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
-                )),
-            };
-            return futures::future::ready(answer).boxed();
-        }
-        self.watch_calls.lock().push(options.clone());
-        let answer = match self.watches.lock().pop_front() {
+        let (calls, script) = if options.send_initial_events {
+            (&self.watch_list_calls, &self.watch_lists)
+        } else {
+            (&self.watch_calls, &self.watches)
+        };
+        calls.lock().push(options.clone());
+        let answer = match script.lock().pop_front() {
             Some(WatchAnswer::Fail(e)) => Err(e),
             Some(WatchAnswer::Stream(s)) => Ok(s),
+            None if options.send_initial_events => Err(api_error(
+                422,
+                "Invalid",
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            )),
             None => Ok(futures::stream::pending().boxed()),
         };
         futures::future::ready(answer).boxed()
     }
 }
 
+/// `events` as a watch stream that then ends (`close`) or stays open for ever.
+fn scripted_stream<K: Send + 'static>(
+    events: Vec<Result<WatchEvent<K>, kube::Error>>,
+    close: bool,
+) -> WatchStream<K> {
+    let events = futures::stream::iter(events);
+    if close {
+        events.boxed()
+    } else {
+        events.chain(futures::stream::pending()).boxed()
+    }
+}
+
 /// An API error with an HTTP code and reason, as the server sends it.
 pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
     kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+}
+
+/// The ConfigMap `default/<name>` at resourceVersion `rv`: the object unit tests of
+/// caches and informers pass around.
+pub fn config_map(name: &str, rv: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
 }
 
 /// A plain bookmark at `rv`.

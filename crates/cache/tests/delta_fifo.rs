@@ -2,21 +2,9 @@
 
 use std::sync::Arc;
 
+use cache::testing::config_map as cm;
 use cache::{Delta, DeltaFifo, DeltaType, Indexer, KeyListerGetter};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::ObjectMeta;
-
-fn cm(name: &str, rv: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            resource_version: Some(rv.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
 
 fn fifo_with(known: &Indexer<ConfigMap>) -> DeltaFifo<ConfigMap> {
     let known: Arc<dyn KeyListerGetter<ConfigMap>> = Arc::new(known.clone());

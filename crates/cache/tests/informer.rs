@@ -5,142 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cache::testing::{ScriptedListerWatcher, api_error, gone};
-use cache::{DeletedObject, EventHandler, ListPage, SharedIndexInformer};
+use cache::testing::{ScriptedListerWatcher, api_error, bookmark, config_map as cm, gone};
+use cache::{ListPage, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ObjectMeta, WatchEvent};
+use kube::api::WatchEvent;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-fn cm(name: &str, rv: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            resource_version: Some(rv.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
-fn bookmark(rv: &str) -> WatchEvent<ConfigMap> {
-    serde_json::from_value(serde_json::json!({
-        "type": "BOOKMARK",
-        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": rv}}
-    }))
-    .expect("a bookmark event")
-}
-
-/// What a handler saw, as short strings: "add a 1 initial", "update a 1->2",
-/// "delete default/a tombstone".
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<String>>>);
-
-impl Recorder {
-    fn events(&self) -> Vec<String> {
-        self.0.lock().clone()
-    }
-}
-
-fn describe(obj: &ConfigMap) -> String {
-    format!(
-        "{} {}",
-        obj.metadata.name.as_deref().unwrap_or("?"),
-        obj.metadata.resource_version.as_deref().unwrap_or("?")
-    )
-}
-
-impl EventHandler<ConfigMap> for Recorder {
-    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
-        let tag = if initial { " initial" } else { "" };
-        self.0.lock().push(format!("add {}{tag}", describe(obj)));
-    }
-    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
-        let old_rv = old.metadata.resource_version.as_deref().unwrap_or("?");
-        let name = new.metadata.name.as_deref().unwrap_or("?");
-        let new_rv = new.metadata.resource_version.as_deref().unwrap_or("?");
-        self.0
-            .lock()
-            .push(format!("update {name} {old_rv}->{new_rv}"));
-    }
-    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
-        let what = match obj {
-            DeletedObject::Object(o) => describe(o),
-            DeletedObject::Tombstone(t) => format!("{} tombstone", t.key),
-        };
-        self.0.lock().push(format!("delete {what}"));
-    }
-}
-
-/// Waits for `cond` on informer state (driven by Tokio tasks): polls in *virtual*
-/// time, which auto-advances, so backoffs and resync periods pass instantly.
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..6000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
-
-/// Waits for `cond` on what handlers saw. Handlers run on threads of their own, which
-/// paused Tokio time knows nothing about, so this waits in *real* time (a blocking
-/// sleep on the blocking pool, during which Tokio does not auto-advance the clock).
-async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..5000 {
-        if cond() {
-            return;
-        }
-        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(2)))
-            .await
-            .unwrap();
-    }
-    panic!("timed out waiting for handlers: {what}");
-}
-
-struct Running {
-    informer: SharedIndexInformer<ConfigMap>,
-    lw: Arc<ScriptedListerWatcher<ConfigMap>>,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-fn start(
-    lw: ScriptedListerWatcher<ConfigMap>,
-    handler: Option<Recorder>,
-    resync: Duration,
-) -> Running {
-    let lw = Arc::new(lw);
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), resync);
-    if let Some(h) = handler {
-        informer.add_event_handler(h);
-    }
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, stop) = (informer.clone(), stop.clone());
-        async move { informer.run(stop).await }
-    });
-    Running {
-        informer,
-        lw,
-        stop,
-        task,
-    }
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.cancel();
-        self.task.await.unwrap();
-    }
-    fn keys(&self) -> Vec<String> {
-        let mut keys = self.informer.indexer().list_keys();
-        keys.sort();
-        keys
-    }
-}
+mod common;
+use common::{Recorder, delivered, eventually, start};
 
 #[tokio::test(start_paused = true)]
 async fn initial_list_is_paginated_and_most_recent() {

@@ -4,47 +4,17 @@
 //! nothing. `wait_for_cache_sync` is woken by the FIFO instead of polling. Scripted
 //! source, paused time.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use cache::testing::ScriptedListerWatcher;
-use cache::{ListPage, SharedIndexInformer};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::ObjectMeta;
-use tokio_util::sync::CancellationToken;
+use cache::ListPage;
+use cache::testing::{ScriptedListerWatcher, config_map as cm};
 
-fn cm(name: &str, rv: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            resource_version: Some(rv.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
-/// Polls `cond` in virtual time (10 ms steps, far shorter than any backoff).
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..6000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
-
-fn sorted_keys(informer: &SharedIndexInformer<ConfigMap>) -> Vec<String> {
-    let mut keys = informer.indexer().list_keys();
-    keys.sort();
-    keys
-}
+mod common;
+use common::{eventually, start};
 
 #[tokio::test(start_paused = true)]
 async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
-    let lw = Arc::new(ScriptedListerWatcher::new());
+    let lw = ScriptedListerWatcher::new();
     // The first page of the initial list; the script has no second page, so asking
     // for it fails (a 500), as an expired continue token or a dropped connection would.
     lw.push_list(Ok(ListPage {
@@ -52,19 +22,12 @@ async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
         resource_version: "10".into(),
         continue_token: Some("page2".into()),
     }));
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, stop) = (informer.clone(), stop.clone());
-        async move { informer.run(stop).await }
-    });
+    let r = start(lw, None, Duration::ZERO);
+    let (informer, lw) = (&r.informer, &r.lw);
 
     // Page 1 is in the cache while the reflector backs off (>= 800 ms) after page 2
     // failed, but the informer is not synced: the list is incomplete.
-    eventually("page 1 cached", || {
-        sorted_keys(&informer) == ["default/a", "default/b"]
-    })
-    .await;
+    eventually("page 1 cached", || r.keys() == ["default/a", "default/b"]).await;
     eventually("page 2 failed", || lw.list_calls().len() == 2).await;
     assert!(!informer.has_synced(), "synced on half a list");
     assert_eq!(lw.list_calls()[1].continue_token.as_deref(), Some("page2"));
@@ -73,7 +36,7 @@ async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
     // delete it (tombstone), and only now does the informer sync.
     lw.push_list_items(vec![cm("a", "2")], "20");
     eventually("synced", || informer.has_synced()).await;
-    assert_eq!(sorted_keys(&informer), ["default/a"]);
+    assert_eq!(r.keys(), ["default/a"]);
     let a = informer
         .indexer()
         .get_by_key("default/a")
@@ -83,27 +46,22 @@ async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
     assert_eq!(calls.len(), 3);
     assert_eq!(calls[2].continue_token, None, "a relist starts over");
     assert_eq!(calls[2].resource_version, "");
-
-    stop.cancel();
-    task.await.unwrap();
+    r.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn wait_for_cache_sync_wakes_when_the_last_object_is_cached() {
-    let lw = Arc::new(ScriptedListerWatcher::new());
+    let lw = ScriptedListerWatcher::new();
     lw.push_list(Ok(ListPage {
         items: (0..600).map(|i| cm(&format!("cm-{i}"), "1")).collect(),
         resource_version: "10".into(),
         continue_token: Some("page2".into()),
     }));
     lw.push_list_items(vec![cm("last", "1")], "10");
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
-    let stop = CancellationToken::new();
     let started = tokio::time::Instant::now();
-    let task = tokio::spawn({
-        let (informer, stop) = (informer.clone(), stop.clone());
-        async move { informer.run(stop).await }
-    });
+    let r = start(lw, None, Duration::ZERO);
+    let informer = r.informer.clone();
+    let stop = r.stop.clone();
     assert!(informer.wait_for_cache_sync(&stop).await);
     // Every object is in the indexer the moment the wait returns...
     assert_eq!(informer.indexer().len(), 601);
@@ -111,8 +69,7 @@ async fn wait_for_cache_sync_wakes_when_the_last_object_is_cached() {
     // ...and no virtual time passed: nothing slept (client-go polls every 100 ms).
     assert_eq!(started.elapsed(), Duration::ZERO);
 
-    stop.cancel();
-    task.await.unwrap();
+    r.stop().await;
     // A wait on a cancelled token returns at once with the current state.
     assert!(informer.wait_for_cache_sync(&stop).await);
 }

@@ -3,121 +3,22 @@
 //! the feature gets paged lists for good; a stream that breaks before its end
 //! bookmark falls back to a paged list once; a relist by stream delivers tombstones.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use cache::testing::{ScriptedListerWatcher, bookmark, gone, initial_events_end};
-use cache::{DeletedObject, EventHandler, SharedIndexInformer};
+use cache::testing::{ScriptedListerWatcher, bookmark, config_map as cm, gone, initial_events_end};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ObjectMeta, WatchEvent};
-use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
+use kube::api::WatchEvent;
 
-fn cm(name: &str, rv: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            resource_version: Some(rv.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
+mod common;
+use common::{Recorder, Running, delivered, eventually};
 
-/// What the handler saw: "add a 1 initial", "update a 1->2", "delete default/a tombstone".
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<String>>>);
-
-fn rv(obj: &ConfigMap) -> &str {
-    obj.metadata.resource_version.as_deref().unwrap_or("?")
-}
-
-impl EventHandler<ConfigMap> for Recorder {
-    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
-        let name = obj.metadata.name.as_deref().unwrap_or("?");
-        let tag = if initial { " initial" } else { "" };
-        self.0.lock().push(format!("add {name} {}{tag}", rv(obj)));
-    }
-    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
-        let name = new.metadata.name.as_deref().unwrap_or("?");
-        self.0
-            .lock()
-            .push(format!("update {name} {}->{}", rv(old), rv(new)));
-    }
-    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
-        let what = match obj {
-            DeletedObject::Object(o) => o.metadata.name.clone().unwrap_or_default(),
-            DeletedObject::Tombstone(t) => format!("{} tombstone", t.key),
-        };
-        self.0.lock().push(format!("delete {what}"));
-    }
-}
-
-/// Polls in virtual time (10 ms steps, far shorter than any backoff).
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..6000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
-
-/// Waits in real time for handler threads (paused time does not drive them).
-async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..5000 {
-        if cond() {
-            return;
-        }
-        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(2)))
-            .await
-            .unwrap();
-    }
-    panic!("timed out waiting for handlers: {what}");
-}
-
-struct Running {
-    informer: SharedIndexInformer<ConfigMap>,
-    lw: Arc<ScriptedListerWatcher<ConfigMap>>,
-    events: Recorder,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-fn start(lw: ScriptedListerWatcher<ConfigMap>) -> Running {
-    let lw = Arc::new(lw);
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+/// An informer with a recording handler over `lw`.
+fn start(lw: ScriptedListerWatcher<ConfigMap>) -> (Running, Recorder) {
     let events = Recorder::default();
-    informer.add_event_handler(events.clone());
-    let stop = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, stop) = (informer.clone(), stop.clone());
-        async move { informer.run(stop).await }
-    });
-    Running {
-        informer,
-        lw,
+    (
+        common::start(lw, Some(events.clone()), Duration::ZERO),
         events,
-        stop,
-        task,
-    }
-}
-
-impl Running {
-    fn keys(&self) -> Vec<String> {
-        let mut keys = self.informer.indexer().list_keys();
-        keys.sort();
-        keys
-    }
-    fn events(&self) -> Vec<String> {
-        self.events.0.lock().clone()
-    }
-    async fn stop(self) {
-        self.stop.cancel();
-        self.task.await.unwrap();
-    }
+    )
 }
 
 #[tokio::test(start_paused = true)]
@@ -133,13 +34,13 @@ async fn a_streaming_list_syncs_from_one_watch_and_keeps_watching_on_it() {
         ],
         false,
     );
-    let r = start(lw);
+    let (r, rec) = start(lw);
     assert!(r.informer.wait_for_cache_sync(&r.stop).await);
     assert_eq!(r.keys(), ["default/a", "default/b"]);
-    delivered("the update", || r.events().len() == 3).await;
+    delivered("the update", || rec.events().len() == 3).await;
     // Per key in order (the update may come before b's add: the DeltaFIFO queues
     // a's change behind its initial delta if a has not been popped yet).
-    let events = r.events();
+    let events = rec.events();
     let position = |e: &str| events.iter().position(|x| x == e);
     assert!(position("add b 2 initial").is_some(), "{events:?}");
     assert!(
@@ -164,7 +65,7 @@ async fn a_server_without_streaming_lists_gets_paged_lists_for_good() {
     lw.push_list_items(vec![cm("a", "1")], "5");
     lw.push_watch(vec![Err(gone())], false);
     lw.push_list_items(vec![cm("b", "6")], "7");
-    let r = start(lw);
+    let (r, _events) = start(lw);
     eventually("relisted", || r.keys() == ["default/b"]).await;
     assert_eq!(r.lw.list_calls().len(), 2);
     assert_eq!(
@@ -191,11 +92,11 @@ async fn a_broken_stream_falls_back_once_and_a_streamed_relist_delivers_tombston
         ],
         false,
     );
-    let r = start(lw);
+    let (r, rec) = start(lw);
     eventually("streamed relist", || r.lw.watch_list_calls().len() == 2).await;
     eventually("vanish gone", || r.keys() == ["default/keep"]).await;
     delivered("the tombstone", || {
-        r.events()
+        rec.events()
             .contains(&"delete default/vanish tombstone".to_string())
     })
     .await;
@@ -218,7 +119,7 @@ async fn changes_before_the_end_bookmark_mean_the_server_ignores_the_request() {
     lw.push_list_items(vec![cm("a", "2")], "5");
     lw.push_watch(vec![Err(gone())], false);
     lw.push_list_items(vec![cm("a", "3")], "6");
-    let r = start(lw);
+    let (r, _events) = start(lw);
     eventually("relisted", || r.lw.list_calls().len() == 2).await;
     assert_eq!(r.lw.watch_list_calls().len(), 1, "not asked again");
     r.stop().await;

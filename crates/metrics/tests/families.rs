@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cache::testing::{ScriptedListerWatcher, api_error, gone};
+use cache::testing::{ScriptedListerWatcher, api_error, config_map, gone};
 use cache::{DeltaFifo, Reflector};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ObjectMeta, WatchEvent};
+use kube::api::WatchEvent;
 use metrics::testing::sample_value;
 use metrics::{
     LeaderElectionMetrics, ReconcileMetrics, ReconcileObserver, ReconcileResult, ReflectorMetrics,
@@ -119,18 +119,6 @@ async fn unnamed_queues_report_nothing() {
     queue.add(1u32);
     // No series at all (families without series are not even listed).
     assert_eq!(registry.encode().unwrap(), "# EOF\n");
-}
-
-fn config_map(name: &str, rv: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some(name.into()),
-            resource_version: Some(rv.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -25,13 +25,13 @@
 //! * `has_synced` stays false until `finish_replace`, however fast the pages are popped.
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use kube::Resource;
 
 use super::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo};
 use crate::error::{Error, Result};
+use crate::keys::write_meta_namespace_key;
 
 /// A replace in progress: the keys listed so far. Start one with
 /// [`DeltaFifo::begin_replace`], feed it with [`DeltaFifo::replace_page`], end it with
@@ -62,15 +62,7 @@ impl Replacement {
 
     /// The key of `obj` as an `Arc<str>` built in one allocation.
     fn key_of<K: Resource>(&mut self, obj: &K) -> Result<Arc<str>> {
-        let meta = obj.meta();
-        let name = meta.name.as_deref().ok_or(Error::MissingName)?;
-        self.key_buf.clear();
-        match meta.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() => {
-                let _ = write!(self.key_buf, "{ns}/{name}");
-            }
-            _ => self.key_buf.push_str(name),
-        }
+        write_meta_namespace_key(obj, &mut self.key_buf)?;
         Ok(Arc::from(self.key_buf.as_str()))
     }
 }

@@ -31,11 +31,10 @@ use std::pin::pin;
 use futures::StreamExt;
 use kube::Resource;
 use kube::api::WatchEvent;
-use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::{INITIAL_EVENTS_END, Reflector};
-use crate::lister_watcher::{DEFAULT_PAGE_SIZE, WatchOptions, WatchStream};
+use crate::lister_watcher::{DEFAULT_PAGE_SIZE, WatchStream};
 
 /// How a streaming list ended.
 pub(super) enum WatchList<K> {
@@ -55,18 +54,9 @@ pub(super) enum WatchList<K> {
 impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     /// Runs a streaming list up to its end bookmark. See the module docs.
     pub(super) async fn watch_list(&self, cancel: &CancellationToken) -> WatchList<K> {
-        let options = WatchOptions {
-            resource_version: String::new(),
-            timeout_seconds: rand::rng().random_range(300..600),
-            allow_bookmarks: true,
-            send_initial_events: true,
-        };
-        if let Some(m) = &self.metrics {
-            m.watch_started();
-        }
-        let started = tokio::select! {
-            _ = cancel.cancelled() => return WatchList::Cancelled,
-            started = self.lister_watcher.watch(&options) => started,
+        // Not older than now: a consistent snapshot, as a paged list takes.
+        let Some(started) = self.start_watch("", true, cancel).await else {
+            return WatchList::Cancelled;
         };
         let mut stream = match started {
             Ok(stream) => stream,
