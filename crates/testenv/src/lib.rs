@@ -45,6 +45,7 @@ mod control_plane;
 pub mod crd;
 mod error;
 mod namespace;
+mod objects;
 mod process;
 mod rbac;
 mod wait;
@@ -56,6 +57,7 @@ use kube::Client;
 pub use control_plane::{ControlPlane, ENV_KUBECONFIG, ENV_KUBECTL, ENV_SCRIPT, ENV_START_TIMEOUT};
 pub use error::{Error, Result};
 pub use namespace::TestNamespace;
+pub use objects::{wait_for_event, wait_for_object};
 pub use rbac::service_account_token;
 pub use wait::{Check, wait_for};
 

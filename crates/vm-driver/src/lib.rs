@@ -85,6 +85,7 @@ mod name;
 mod procfs;
 pub mod qemu;
 pub mod qmp;
+pub mod testing;
 
 pub use driver::{Driver, MAX_CPUS, Operation, ServerId, ServerSpec, ServerState, ServerStatus};
 pub use error::DriverError;

@@ -11,27 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use vm_driver::testing::{cmdline, kill_processes_mentioning, pids_mentioning};
 use vm_driver::{Driver, DriverError, QemuDriver, ServerSpec, ServerState};
 
-/// Removes a test's state directory, killing its QEMUs first (found by pidfile,
-/// confirmed by their command line naming this directory).
+/// Removes a test's state directory, killing its QEMUs first (every process whose
+/// command line names this directory).
 struct Cleanup(PathBuf);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let state = self.0.to_string_lossy().into_owned();
-        for entry in fs::read_dir(&self.0).into_iter().flatten().flatten() {
-            let Ok(pid) = fs::read_to_string(entry.path().join("qemu.pid")) else {
-                continue;
-            };
-            let Ok(pid) = pid.trim().parse::<i32>() else {
-                continue;
-            };
-            if pid > 1 && cmdline(pid as u32).iter().any(|arg| arg.contains(&state)) {
-                // SAFETY: kill has no memory-safety preconditions; pid > 1 is our QEMU.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-        }
+        kill_processes_mentioning(&self.0);
         let _ = fs::remove_dir_all(&self.0);
     }
 }
@@ -67,28 +56,6 @@ fn tiny(name: &str) -> ServerSpec {
     ServerSpec::new(name, 1, 64 << 20, 16 << 20)
 }
 
-fn cmdline(pid: u32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|raw| {
-            raw.split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Pids of every live process whose command line mentions `disk`.
-fn processes_using(disk: &Path) -> Vec<u32> {
-    let disk = disk.to_string_lossy();
-    fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| cmdline(*pid).iter().any(|arg| arg.contains(&*disk)))
-        .collect()
-}
-
 /// Polls `condition` every 50 ms for up to 30 s.
 async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -118,7 +85,7 @@ async fn lifecycle_idempotency_and_restart() {
     assert_eq!(b.unwrap(), id);
     assert!(disk.exists());
     let pid = first.server_pid("vm-1").unwrap().expect("a running QEMU");
-    assert_eq!(processes_using(&disk), [pid]);
+    assert_eq!(pids_mentioning(&disk), [pid]);
     let args = cmdline(pid);
     assert!(has_pair(&args, "-m", "64"), "{args:?}");
     assert!(has_pair(&args, "-smp", "1"), "{args:?}");
@@ -139,7 +106,7 @@ async fn lifecycle_idempotency_and_restart() {
 
     // Create again: same id, same single process.
     assert_eq!(first.create_server(&spec).await.unwrap(), id);
-    assert_eq!(processes_using(&disk), [pid]);
+    assert_eq!(pids_mentioning(&disk), [pid]);
     assert_eq!(first.server_names().unwrap(), ["vm-1"]);
 
     // "Restart the controller": a new driver on the same directory adopts the VM.
@@ -152,11 +119,11 @@ async fn lifecycle_idempotency_and_restart() {
         ServerState::Running
     );
     assert_eq!(second.create_server(&spec).await.unwrap(), id);
-    assert_eq!(processes_using(&disk), [pid]);
+    assert_eq!(pids_mentioning(&disk), [pid]);
 
     // Delete: process, disk and directory gone; repeating it is fine.
     second.delete_server("vm-1").await.unwrap();
-    assert!(processes_using(&disk).is_empty());
+    assert!(pids_mentioning(&disk).is_empty());
     assert!(!disk.exists() && !dir.join("vm-1").exists());
     assert!(!second.server_exists("vm-1").await.unwrap());
     let err = second.server_status("vm-1").await.unwrap_err();
@@ -181,7 +148,7 @@ async fn a_server_whose_qemu_died_is_restarted_by_create_and_cleaned_by_delete()
     };
     let old_pid = kill_qemu();
     wait_for("the killed QEMU to go", || {
-        processes_using(&disk).is_empty()
+        pids_mentioning(&disk).is_empty()
     })
     .await;
 
@@ -197,7 +164,7 @@ async fn a_server_whose_qemu_died_is_restarted_by_create_and_cleaned_by_delete()
     assert_eq!(driver.create_server(&tiny("vm-2")).await.unwrap(), id);
     let new_pid = driver.server_pid("vm-2").unwrap().expect("restarted");
     assert_ne!(new_pid, old_pid);
-    assert_eq!(processes_using(&disk), [new_pid]);
+    assert_eq!(pids_mentioning(&disk), [new_pid]);
     assert_eq!(
         driver.server_status("vm-2").await.unwrap().state,
         ServerState::Running
@@ -206,7 +173,7 @@ async fn a_server_whose_qemu_died_is_restarted_by_create_and_cleaned_by_delete()
     // Dead again, then deleted: the stale directory is cleaned up.
     kill_qemu();
     wait_for("the killed QEMU to go", || {
-        processes_using(&disk).is_empty()
+        pids_mentioning(&disk).is_empty()
     })
     .await;
     driver.delete_server("vm-2").await.unwrap();
@@ -223,7 +190,7 @@ async fn a_reused_pid_is_never_adopted_or_killed() {
     // SAFETY: kill has no memory-safety preconditions; pid is the verified QEMU.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     wait_for("the killed QEMU to go", || {
-        processes_using(&disk).is_empty()
+        pids_mentioning(&disk).is_empty()
     })
     .await;
 
@@ -273,7 +240,7 @@ async fn a_qemu_that_ignores_quit_is_killed() {
     let err = driver.server_status("vm-4").await.unwrap_err();
     assert!(matches!(err, DriverError::Qmp { .. }), "{err:?}");
     driver.delete_server("vm-4").await.unwrap();
-    assert!(processes_using(&disk).is_empty());
+    assert!(pids_mentioning(&disk).is_empty());
     assert!(!dir.join("vm-4").exists());
 }
 

@@ -14,7 +14,7 @@ use cache::SharedInformerFactory;
 use foo_controller::{CONTROLLER_NAME, FooController};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
@@ -100,21 +100,15 @@ pub async fn wait_for_deployment(
     check: impl Fn(&Deployment) -> bool,
 ) -> anyhow::Result<Deployment> {
     let api: Api<Deployment> = Api::namespaced(env.client().clone(), env.namespace());
-    Ok(wait_for(what, TIMEOUT, || async {
-        let d = api.get_opt(name).await?;
-        let done = d.as_ref().is_some_and(&check);
-        let seen = d.as_ref().map_or("absent".to_string(), |d| {
-            format!(
-                "replicas={:?} available={:?} owners={:?}",
-                d.spec.as_ref().and_then(|s| s.replicas),
-                d.status.as_ref().and_then(|s| s.available_replicas),
-                d.metadata.owner_references.as_ref().map(|o| o.len()),
-            )
-        });
-        Ok::<_, kube::Error>(Check::ready_if(done, d, seen))
-    })
-    .await?
-    .expect("checked above"))
+    let seen = |d: &Deployment| {
+        format!(
+            "replicas={:?} available={:?} owners={:?}",
+            d.spec.as_ref().and_then(|s| s.replicas),
+            d.status.as_ref().and_then(|s| s.available_replicas),
+            d.metadata.owner_references.as_ref().map(|o| o.len()),
+        )
+    };
+    Ok(testenv::wait_for_object(&api, name, what, TIMEOUT, check, seen).await?)
 }
 
 /// Waits until the Foo's status reports `available` available replicas.
@@ -139,21 +133,6 @@ pub async fn wait_for_available(env: &TestEnv, name: &str, available: i32) -> an
 
 /// Waits for an Event with `reason` about the Foo `name`, and returns it.
 pub async fn wait_for_event(env: &TestEnv, name: &str, reason: &str) -> anyhow::Result<Event> {
-    let api: Api<Event> = Api::namespaced(env.client().clone(), env.namespace());
-    let selector = format!("involvedObject.kind=Foo,involvedObject.name={name},reason={reason}");
-    Ok(wait_for(
-        &format!("a {reason} Event for Foo {name}"),
-        TIMEOUT,
-        || async {
-            let events = api.list(&ListParams::default().fields(&selector)).await?;
-            let count = events.items.len();
-            Ok::<_, kube::Error>(Check::ready_if(
-                count > 0,
-                events.items.into_iter().next(),
-                format!("{count} events"),
-            ))
-        },
-    )
-    .await?
-    .expect("checked above"))
+    let (client, ns) = (env.client(), env.namespace());
+    Ok(testenv::wait_for_event(client, ns, "Foo", name, reason, TIMEOUT).await?)
 }

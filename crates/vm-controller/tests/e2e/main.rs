@@ -15,7 +15,7 @@ use std::time::Duration;
 use apis::cloudnative::v1alpha1::{VirtualMachine, VirtualMachineResource, VirtualMachineSpec};
 use cache::SharedInformerFactory;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
@@ -119,20 +119,13 @@ pub async fn wait_for_vm(
     what: &str,
     check: impl Fn(&VirtualMachine) -> bool,
 ) -> anyhow::Result<VirtualMachine> {
-    let api = vms(env);
-    Ok(wait_for(what, TIMEOUT, || async {
-        let vm = api.get_opt(name).await?;
-        let done = vm.as_ref().is_some_and(&check);
-        let seen = vm.as_ref().map_or("absent".to_string(), |vm| {
-            format!(
-                "status={:?} finalizers={:?}",
-                vm.status, vm.metadata.finalizers
-            )
-        });
-        Ok::<_, kube::Error>(Check::ready_if(done, vm, seen))
-    })
-    .await?
-    .expect("checked above"))
+    let seen = |vm: &VirtualMachine| {
+        format!(
+            "status={:?} finalizers={:?}",
+            vm.status, vm.metadata.finalizers
+        )
+    };
+    Ok(testenv::wait_for_object(&vms(env), name, what, TIMEOUT, check, seen).await?)
 }
 
 /// Whether `vm` is Active with a server.
@@ -158,22 +151,6 @@ pub async fn delete_and_wait_gone(env: &TestEnv, name: &str) -> anyhow::Result<(
 
 /// Waits for an Event with `reason` about the VirtualMachine `name`, and returns it.
 pub async fn wait_for_event(env: &TestEnv, name: &str, reason: &str) -> anyhow::Result<Event> {
-    let api: Api<Event> = Api::namespaced(env.client().clone(), env.namespace());
-    let selector =
-        format!("involvedObject.kind=VirtualMachine,involvedObject.name={name},reason={reason}");
-    Ok(wait_for(
-        &format!("a {reason} Event for VirtualMachine {name}"),
-        TIMEOUT,
-        || async {
-            let events = api.list(&ListParams::default().fields(&selector)).await?;
-            let count = events.items.len();
-            Ok::<_, kube::Error>(Check::ready_if(
-                count > 0,
-                events.items.into_iter().next(),
-                format!("{count} events"),
-            ))
-        },
-    )
-    .await?
-    .expect("checked above"))
+    let (client, ns) = (env.client(), env.namespace());
+    Ok(testenv::wait_for_event(client, ns, "VirtualMachine", name, reason, TIMEOUT).await?)
 }

@@ -6,12 +6,13 @@
 //! this test FAILS, on purpose, saying so.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use vm_controller::server_name;
 use vm_driver::QemuDriver;
+use vm_driver::testing::{cmdline, kill_processes_mentioning, pids_mentioning};
 
 use super::*;
 
@@ -21,37 +22,9 @@ struct Cleanup(PathBuf);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        for pid in qemu_pids(&self.0) {
-            // SAFETY: kill has no memory-safety preconditions; pid is a QEMU of ours
-            // (its command line names our state directory).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        }
+        kill_processes_mentioning(&self.0);
         let _ = fs::remove_dir_all(&self.0);
     }
-}
-
-fn cmdline(pid: u32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|raw| {
-            raw.split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Pids of live processes whose command line mentions `dir` (zombies have an empty
-/// command line and do not count).
-fn qemu_pids(dir: &Path) -> Vec<u32> {
-    let dir = dir.to_string_lossy().into_owned();
-    fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid > 1 && cmdline(*pid).iter().any(|a| a.contains(&dir)))
-        .collect()
 }
 
 /// Whether `args` has `flag` immediately followed by `value`.
@@ -87,7 +60,7 @@ async fn a_qemu_process_runs_while_active_and_is_gone_after_delete() -> anyhow::
     let vm = wait_for_vm(&env, "tiny", "tiny Active on QEMU", is_active).await?;
     let name = server_name(&vm)?;
 
-    let pids = qemu_pids(&state_dir);
+    let pids = pids_mentioning(&state_dir);
     assert_eq!(pids.len(), 1, "one QEMU for one VirtualMachine: {pids:?}");
     let args = cmdline(pids[0]);
     assert!(has_arg(&args, "-m", "64"), "{args:?}");
@@ -104,7 +77,7 @@ async fn a_qemu_process_runs_while_active_and_is_gone_after_delete() -> anyhow::
     assert!(server.usage.cpu >= 0.0, "{:?}", server.usage);
 
     delete_and_wait_gone(&env, "tiny").await?;
-    assert!(qemu_pids(&state_dir).is_empty(), "QEMU still running");
+    assert!(pids_mentioning(&state_dir).is_empty(), "QEMU still running");
     assert!(
         !server_dir.exists(),
         "{} (disk) still there",
