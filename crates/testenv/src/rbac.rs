@@ -5,7 +5,7 @@
 //! admin client) proves that the shipped RBAC grants everything the controller does:
 //! a missing verb shows up as a 403 in the test, not in a user's cluster.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -38,6 +38,18 @@ impl ControlPlane {
             }
         }
         Ok(())
+    }
+
+    /// [`apply_files`](Self::apply_files) of `files` from the project's
+    /// `deploy/<component>/` directory, exactly as shipped (e.g. `"sample-controller"`,
+    /// `&["namespace.yaml", "rbac.yaml"]`).
+    pub fn apply_shipped(&self, component: &str, files: &[&str]) -> Result<()> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../deploy")
+            .join(component);
+        let paths: Vec<PathBuf> = files.iter().map(|file| dir.join(file)).collect();
+        let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        self.apply_files(&paths)
     }
 }
 

@@ -149,9 +149,7 @@ pub fn token_kubeconfig(env: &TestEnv, token: &str, name: &str) -> anyhow::Resul
 /// `kubectl apply --server-side` of files from deploy/sample-controller, exactly as
 /// shipped (idempotent across test runs).
 pub fn apply_deploy_files(env: &TestEnv, files: &[&str]) -> anyhow::Result<()> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/sample-controller");
-    let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
-    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-    env.control_plane().apply_files(&paths)?;
+    env.control_plane()
+        .apply_shipped("sample-controller", files)?;
     Ok(())
 }

@@ -2,18 +2,10 @@
 //! token from the TokenRequest API: if the ClusterRole misses a verb the controller
 //! needs (create Deployments, update Foo status, patch Events...), this test fails.
 
-use std::path::PathBuf;
-
 use kube::api::{Api, Patch, PatchParams};
 use testenv::TestEnv;
 
 use super::*;
-
-fn deploy_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy/sample-controller")
-        .join(name)
-}
 
 #[tokio::test]
 async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()> {
@@ -23,7 +15,7 @@ async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()
     // Apply the manifests exactly as shipped (server-side apply: idempotent if another
     // test run applied them before).
     env.control_plane()
-        .apply_files(&[&deploy_file("namespace.yaml"), &deploy_file("rbac.yaml")])?;
+        .apply_shipped("sample-controller", &["namespace.yaml", "rbac.yaml"])?;
 
     // A short-lived token for the ServiceAccount, as the kubelet would mount it.
     let token =

@@ -2,7 +2,6 @@
 //! token from the TokenRequest API: if the ClusterRole misses a verb the controller
 //! needs (patch the finalizer, update the status, create Events...), this test fails.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,12 +10,6 @@ use vm_driver::FakeDriver;
 
 use super::*;
 
-fn deploy_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy/vm-controller")
-        .join(name)
-}
-
 #[tokio::test]
 async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()> {
     let env = TestEnv::with_prefix("vmc-rbac").await?;
@@ -24,7 +17,7 @@ async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()
 
     // The manifests exactly as shipped (server-side apply: idempotent).
     env.control_plane()
-        .apply_files(&[&deploy_file("namespace.yaml"), &deploy_file("rbac.yaml")])?;
+        .apply_shipped("vm-controller", &["namespace.yaml", "rbac.yaml"])?;
 
     let token =
         testenv::service_account_token(env.client(), "kube-controllers", "vm-controller").await?;
