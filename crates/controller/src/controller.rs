@@ -35,6 +35,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cache::ResourceEventHandlerRegistration;
 use futures::FutureExt;
 use metrics::ReconcileResult;
 use tokio::task::JoinSet;
@@ -48,6 +49,16 @@ use crate::sync_handler::{Action, SyncHandler};
 /// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event
 /// handler registration) has delivered its initial list.
 pub type InformerSynced = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The [`InformerSynced`] of one event handler registration: true once its informer
+/// listed *and* the handler processed that list, so a controller's first sync sees
+/// every object that existed at start (client-go's `registration.HasSynced`).
+pub fn registration_synced<K>(registration: ResourceEventHandlerRegistration<K>) -> InformerSynced
+where
+    K: kube::Resource + Send + Sync + 'static,
+{
+    Arc::new(move || registration.has_synced())
+}
 
 /// How often [`wait_for_cache_sync`] looks at the sync checks (client-go polls every
 /// 100 ms too).

@@ -85,7 +85,8 @@ pub mod testing;
 pub mod throttle;
 
 pub use controller::{
-    CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, wait_for_cache_sync,
+    CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, registration_synced,
+    wait_for_cache_sync,
 };
 pub use error::{ApiError, Error, Result};
 pub use logging::{LogFormat, init_logging};

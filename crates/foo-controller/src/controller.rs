@@ -1,11 +1,9 @@
 //! Wiring: informers -> handlers -> queue -> workers -> [`FooSyncer`]. sample-controller's
 //! `NewController` and `Run`.
 
-use std::sync::Arc;
-
 use apis::samplecontroller::v1alpha1::Foo;
-use cache::{InformerOptions, ResourceEventHandlerRegistration, SharedInformerFactory};
-use controller::{Controller, InformerSynced};
+use cache::{InformerOptions, SharedInformerFactory};
+use controller::{Controller, InformerSynced, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use record::EventRecorder;
@@ -115,11 +113,4 @@ impl FooController {
             .run(workers, self.synced.clone(), cancel)
             .await
     }
-}
-
-fn registration_synced<K>(registration: ResourceEventHandlerRegistration<K>) -> InformerSynced
-where
-    K: kube::Resource + Send + Sync + 'static,
-{
-    Arc::new(move || registration.has_synced())
 }

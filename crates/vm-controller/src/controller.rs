@@ -79,7 +79,7 @@ impl VirtualMachineController {
             controller: Controller::new(CONTROLLER_NAME, queue, syncer),
             // Synced = listed AND our handler has processed the list: the first sync
             // sees every VirtualMachine that existed at start.
-            synced: vec![Arc::new(move || registration.has_synced())],
+            synced: vec![controller::registration_synced(registration)],
         }
     }
 
