@@ -208,6 +208,8 @@ struct State<K> {
     /// Keys from the first `replace` not yet popped.
     initial_population_count: usize,
     closed: bool,
+    /// Whether `synced` was set (once); saves touching the channel on every pop.
+    synced_signalled: bool,
 }
 
 /// A queue of per-key deltas between the reflector and the indexer: client-go's
@@ -250,6 +252,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 populated: false,
                 initial_population_count: 0,
                 closed: false,
+                synced_signalled: false,
             }),
             ready: Notify::new(),
             synced: watch::Sender::new(false),
@@ -268,8 +271,9 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 
     /// Publishes the synced state after a change that may have completed it: the
     /// first queued event (`populated`), a pop, or the end of a replace.
-    fn signal_if_synced(&self, st: &State<K>) {
-        if st.populated && st.initial_population_count == 0 && !*self.synced.borrow() {
+    fn signal_if_synced(&self, st: &mut State<K>) {
+        if !st.synced_signalled && st.populated && st.initial_population_count == 0 {
+            st.synced_signalled = true;
             self.synced.send_replace(true);
         }
     }
@@ -302,7 +306,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut st = self.state.lock();
         st.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Added(obj));
-        self.signal_if_synced(&st);
+        self.signal_if_synced(&mut st);
         Ok(())
     }
 
@@ -313,7 +317,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut st = self.state.lock();
         st.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Updated(obj));
-        self.signal_if_synced(&st);
+        self.signal_if_synced(&mut st);
         Ok(())
     }
 
@@ -324,7 +328,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
         st.populated = true;
-        self.signal_if_synced(&st);
+        self.signal_if_synced(&mut st);
         let known = match &self.known_objects {
             Some(known) => known.get_by_key(&key).is_some(),
             None => false,
@@ -410,7 +414,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                     let deltas = st.items.remove(&key).unwrap_or_default();
                     let result = process(&key, deltas, is_in_initial_list);
                     // After `process`: a woken waiter must find the last item applied.
-                    self.signal_if_synced(&st);
+                    self.signal_if_synced(&mut st);
                     return Some(result);
                 }
                 if st.closed {

@@ -149,7 +149,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             }
         }
         st.populated = true;
-        self.signal_if_synced(&st);
+        self.signal_if_synced(&mut st);
         drop(st);
         first_error.map_or(Ok(()), Err)
     }
