@@ -14,6 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 use crate::cloudnative::v1alpha1::VirtualMachine;
+use crate::operator::v1::MyWeb;
 use crate::samplecontroller::v1alpha1::foo_crd;
 
 /// The comment every generated file starts with.
@@ -24,9 +25,10 @@ pub const GENERATED_HEADER: &str = "\
 ";
 
 /// Every CustomResourceDefinition of this workspace, in a fixed order:
-/// `foos.samplecontroller.k8s.io`, then `virtualmachines.cloudnative.tw`.
+/// `foos.samplecontroller.k8s.io`, `virtualmachines.cloudnative.tw`, then
+/// `mywebs.operator.k8s-summit.org`.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![foo_crd(), VirtualMachine::crd()]
+    vec![foo_crd(), VirtualMachine::crd(), MyWeb::crd()]
 }
 
 /// The file a CRD is written to, kubebuilder style: `<group>_<plural>.yaml`

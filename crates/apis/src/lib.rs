@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | sample-controller `pkg/apis/samplecontroller/v1alpha1` | [`samplecontroller::v1alpha1`] | [`Foo`](samplecontroller::v1alpha1::Foo) |
 //! | controller101 `pkg/apis/cloudnative/v1alpha1` | [`cloudnative::v1alpha1`] | [`VirtualMachine`](cloudnative::v1alpha1::VirtualMachine) |
+//! | Operator101 (kubebuilder) `api/v1` | [`operator::v1`] | [`MyWeb`](operator::v1::MyWeb) |
 //!
 //! The crate is types only (the bottom of the dependency graph): no client
 //! calls. [`crds()`] returns every CRD; `cmd/crdgen` writes them to
@@ -21,18 +22,23 @@
 //!
 //! Validation lives in the schema so that the **API server** enforces it,
 //! before anything is stored: Foo's `replicas` is 1..=10 and defaults to 1;
-//! VirtualMachine's quantities are checked by CEL rules. Controllers can rely
+//! VirtualMachine's quantities are checked by CEL rules; MyWeb's image must be
+//! non-empty and its node port in 30000..=32767. Controllers can rely
 //! on stored objects being valid, and users get a 422 naming the field.
 //!
 //! ```
 //! let names: Vec<_> = apis::crds().into_iter().map(|crd| crd.metadata.name.unwrap()).collect();
-//! assert_eq!(names, ["foos.samplecontroller.k8s.io", "virtualmachines.cloudnative.tw"]);
+//! assert_eq!(
+//!     names,
+//!     ["foos.samplecontroller.k8s.io", "virtualmachines.cloudnative.tw", "mywebs.operator.k8s-summit.org"]
+//! );
 //! ```
 
 #![warn(missing_docs)]
 
 pub mod cloudnative;
 pub mod crds;
+pub mod operator;
 pub mod quantity;
 pub mod samplecontroller;
 
