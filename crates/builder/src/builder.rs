@@ -20,7 +20,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cache::{InformerOptions, SharedInformerFactory};
+use cache::{InformerOptions, Lister, SharedIndexInformer, SharedInformerFactory};
 use controller::{Controller, InformerSynced, registration_synced};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{Api, Client, Resource};
@@ -194,6 +194,24 @@ impl<K> Builder<K> {
         self.filters.push(Arc::new(predicate));
         self
     }
+
+    /// The lister of the shared informer for `C` in this builder's scope: the same
+    /// cache `for_`/`owns`/`watches` of `C` fill, for the reconciler to read from
+    /// (controller-runtime's cached client). Ask before [`complete`](Builder::complete).
+    pub fn lister<C: Object>(&self) -> Lister<C> {
+        shared_informer::<C>(&self.factory, &self.client, self.namespace.as_deref()).lister()
+    }
+}
+
+/// The factory's shared informer for `W` in `namespace` (cluster-scoped kinds: the
+/// whole cluster).
+fn shared_informer<W: Object>(
+    factory: &SharedInformerFactory,
+    client: &Client,
+    namespace: Option<&str>,
+) -> SharedIndexInformer<W> {
+    let api = W::Scope::api::<W>(client.clone(), namespace);
+    factory.informer_for_api(api, InformerOptions::default())
 }
 
 impl<K: Object> Builder<K>
@@ -270,10 +288,7 @@ where
 /// [`EnqueueHandler`] with the controller's filters plus this watch's predicates.
 fn watch<W: Object>(map: MapFn<W>, predicates: Vec<BoxPredicate>) -> Watch {
     Box::new(move |context: &WatchContext<'_>| {
-        let api = W::Scope::api::<W>(context.client.clone(), context.namespace);
-        let informer = context
-            .factory
-            .informer_for_api(api, InformerOptions::default());
+        let informer = shared_informer::<W>(context.factory, context.client, context.namespace);
         let mut all = context.filters.to_vec();
         all.extend(predicates);
         let registration =
