@@ -11,7 +11,7 @@
 //! Default answers keep a sync going: create, update and patch echo the request body
 //! back (so the typed call decodes its own object), get answers 404 NotFound, delete
 //! answers Success. [`FakeApi::fail_next`] scripts an API error (a 409 Conflict, a 500)
-//! for the next matching call. It is not an API server: nothing is stored, nothing is
+//! for the next matching call, [`FakeApi::respond_next`] the object it answers with. It is not an API server: nothing is stored, nothing is
 //! validated. Anything that needs the server's behaviour belongs in an e2e test on the
 //! real control plane (crates/testenv).
 //!
@@ -105,17 +105,22 @@ impl fmt::Display for ApiAction {
     }
 }
 
-struct ScriptedFailure {
+/// A scripted answer to the next matching request: a failure, or an object.
+struct ScriptedAnswer {
     verb: String,
     resource: String,
-    code: u16,
-    reason: String,
+    answer: Answer,
+}
+
+enum Answer {
+    Failure { code: u16, reason: String },
+    Object(Value),
 }
 
 #[derive(Default)]
 struct State {
     actions: Vec<ApiAction>,
-    failures: Vec<ScriptedFailure>,
+    scripted: Vec<ScriptedAnswer>,
 }
 
 /// The recording fake API. Cheap to clone; clones share the record.
@@ -164,7 +169,7 @@ impl FakeApi {
             .collect()
     }
 
-    /// Forgets the recorded actions (scripted failures stay).
+    /// Forgets the recorded actions (scripted answers stay).
     pub fn clear(&self) {
         self.state.lock().actions.clear();
     }
@@ -173,11 +178,25 @@ impl FakeApi {
     /// "foos/status" for a subresource: "foos" alone does not match it) fail with HTTP `code` and Status `reason`
     /// ("Conflict", "InternalError", ...). Failures queue up in the order scripted.
     pub fn fail_next(&self, verb: &str, resource: &str, code: u16, reason: &str) {
-        self.state.lock().failures.push(ScriptedFailure {
+        self.state.lock().scripted.push(ScriptedAnswer {
             verb: verb.to_string(),
             resource: resource.to_string(),
-            code,
-            reason: reason.to_string(),
+            answer: Answer::Failure {
+                code,
+                reason: reason.to_string(),
+            },
+        });
+    }
+
+    /// Makes the next `verb` request on `resource` succeed with `object` instead of the
+    /// echo of its body: what the API server would have answered (an apply returning
+    /// the stored object with its status, say). Queued with [`fail_next`](Self::fail_next)'s
+    /// scripts, in the order scripted.
+    pub fn respond_next(&self, verb: &str, resource: &str, object: Value) {
+        self.state.lock().scripted.push(ScriptedAnswer {
+            verb: verb.to_string(),
+            resource: resource.to_string(),
+            answer: Answer::Object(object),
         });
     }
 }
@@ -212,19 +231,20 @@ async fn handle(
 
     let mut st = state.lock();
     let resource = action.resource_path();
-    let failure = st
-        .failures
+    let scripted = st
+        .scripted
         .iter()
         .position(|f| f.verb == action.verb && f.resource == resource);
-    let response = if let Some(i) = failure {
-        let f = st.failures.remove(i);
-        status_response(
-            f.code,
-            &f.reason,
+    let response = match scripted.map(|i| st.scripted.remove(i).answer) {
+        Some(Answer::Failure { code, reason }) => status_response(
+            code,
+            &reason,
             &format!("scripted failure for {}", action.describe()),
-        )
-    } else {
-        default_response(&action)
+        ),
+        Some(Answer::Object(object)) => {
+            json_response(if action.verb == "create" { 201 } else { 200 }, &object)
+        }
+        None => default_response(&action),
     };
     st.actions.push(action);
     response
@@ -381,5 +401,33 @@ mod tests {
             .await
             .expect("the subresource is not the main resource");
         assert!(cms.replace("a", &pp, &cm).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn scripted_objects_answer_the_next_matching_call_once() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{Api, PostParams};
+
+        let api = FakeApi::new();
+        let configmaps: Api<ConfigMap> = Api::namespaced(api.client(), "default");
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("settings".into());
+        api.respond_next(
+            "create",
+            "configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "settings", "uid": "from-the-server"}}),
+        );
+        let created = configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+        assert_eq!(created.metadata.uid.as_deref(), Some("from-the-server"));
+        // Used up: the next create echoes its body again.
+        let echoed = configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+        assert_eq!(echoed.metadata.uid, None);
     }
 }

@@ -191,18 +191,18 @@ impl MyWebReconciler {
         let name = web.metadata.name.as_deref().unwrap_or_default();
         let was_ready = web.ready_condition().is_some_and(|c| c.status == "True");
         let api: Api<MyWeb> = Api::namespaced(self.client.clone(), namespace);
-        let params = PatchParams {
+        let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
-            ..PatchParams::default()
+            ..PostParams::default()
         };
-        // A merge patch of the whole status: the operator is its only writer.
-        api.patch_status(
-            name,
-            &params,
-            &Patch::Merge(serde_json::json!({ "status": status })),
-        )
-        .await
-        .map_err(|e| Error::Api(ApiError::new("update MyWeb status", namespace, name, e)))?;
+        // The whole object with the resourceVersion we read, to the status subresource
+        // (the API server ignores everything but `status` there): if the MyWeb changed
+        // since the cache saw it, a 409 Conflict retries the request with the newer one.
+        let mut updated = web.clone();
+        updated.status = Some(status);
+        api.replace_status(name, &params, &updated)
+            .await
+            .map_err(|e| Error::Api(ApiError::new("update MyWeb status", namespace, name, e)))?;
         if readiness.ready && !was_ready {
             self.recorder.event(
                 web,

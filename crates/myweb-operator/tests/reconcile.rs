@@ -1,0 +1,349 @@
+//! Unit tests of the MyWeb reconcile, one per branch, in the style of sample-controller's
+//! controller_test.go: fill the listers directly, run one reconcile, then compare the
+//! requests the fake API received and the Events the fake recorder got.
+
+use std::sync::Arc;
+
+use apis::operator::v1::{CONDITION_READY, MyWeb, MyWebSpec};
+use cache::{Indexer, Lister};
+use controller::testing::{ApiAction, FakeApi};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use myweb_operator::status::{Readiness, next_status};
+use myweb_operator::{Error, Listers, MyWebReconciler, objects};
+use record::FakeRecorder;
+use serde_json::Value;
+
+/// One test's world: caches we fill by hand, the fake API, the fake recorder.
+struct Fixture {
+    webs: Indexer<MyWeb>,
+    config_maps: Indexer<ConfigMap>,
+    deployments: Indexer<Deployment>,
+    services: Indexer<Service>,
+    api: FakeApi,
+    events: FakeRecorder,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            webs: Indexer::new(),
+            config_maps: Indexer::new(),
+            deployments: Indexer::new(),
+            services: Indexer::new(),
+            api: FakeApi::new(),
+            events: FakeRecorder::new(),
+        }
+    }
+
+    async fn reconcile(&self, name: &str) -> Result<(), Error> {
+        let listers = Listers {
+            webs: Lister::new(self.webs.clone()),
+            config_maps: Lister::new(self.config_maps.clone()),
+            deployments: Lister::new(self.deployments.clone()),
+            services: Lister::new(self.services.clone()),
+        };
+        MyWebReconciler::new(self.api.client(), listers, self.events.recorder())
+            .reconcile_web("default", name)
+            .await
+    }
+
+    fn add<K: kube::Resource + Send + Sync + 'static>(indexer: &Indexer<K>, obj: K) {
+        indexer.add(cache::meta_namespace_key(&obj).unwrap(), Arc::new(obj));
+    }
+
+    /// Puts the three objects the operator would have made for `web` in the caches,
+    /// as the API server would have stored them (with UIDs), the Deployment rolled out.
+    fn add_owned_objects(&self, web: &MyWeb) {
+        let stored = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                      kind: &str| {
+            meta.uid = Some(format!("uid-{kind}"));
+            meta.resource_version = Some("10".into());
+            meta.generation = Some(1);
+        };
+        let mut cm = objects::config_map(web).unwrap();
+        stored(&mut cm.metadata, "cm");
+        let mut d = objects::deployment(web).unwrap();
+        stored(&mut d.metadata, "deploy");
+        d.status = Some(rolled_out());
+        let mut svc = objects::service(web).unwrap();
+        stored(&mut svc.metadata, "svc");
+        Self::add(&self.config_maps, cm);
+        Self::add(&self.deployments, d);
+        Self::add(&self.services, svc);
+    }
+
+    fn action(&self, describe: &str) -> ApiAction {
+        let actions = self.api.actions();
+        actions
+            .iter()
+            .find(|a| a.describe() == describe)
+            .unwrap_or_else(|| panic!("no {describe} in {:?}", self.api.action_names()))
+            .clone()
+    }
+
+    /// The `Ready` condition of the status the reconcile wrote.
+    fn written_ready(&self) -> Value {
+        let status = self.action("update mywebs/status").body.unwrap();
+        let conditions = status["status"]["conditions"].as_array().unwrap().clone();
+        conditions
+            .into_iter()
+            .find(|c| c["type"] == CONDITION_READY)
+            .expect("a Ready condition")
+    }
+}
+
+fn web(name: &str) -> MyWeb {
+    let mut web = MyWeb::new(name, MyWebSpec::new("nginx:1.27", 30080, "<h1>hello</h1>"));
+    web.metadata.namespace = Some("default".into());
+    web.metadata.uid = Some(format!("uid-{name}"));
+    web.metadata.resource_version = Some("7".into());
+    web.metadata.generation = Some(3);
+    web
+}
+
+fn rolled_out() -> DeploymentStatus {
+    DeploymentStatus {
+        observed_generation: Some(1),
+        replicas: Some(1),
+        updated_replicas: Some(1),
+        available_replicas: Some(1),
+        ..DeploymentStatus::default()
+    }
+}
+
+#[tokio::test]
+async fn a_web_that_is_gone_or_being_deleted_needs_nothing() {
+    let f = Fixture::new();
+    f.reconcile("missing").await.unwrap();
+    let mut deleting = web("deleting");
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    Fixture::add(&f.webs, deleting);
+    f.reconcile("deleting").await.unwrap();
+    assert!(f.api.actions().is_empty(), "{:?}", f.api.action_names());
+    assert!(f.events.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_new_web_gets_its_three_objects_created_then_a_progressing_status() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, web("site"));
+
+    f.reconcile("site").await.unwrap();
+
+    assert_eq!(
+        f.api.action_names(),
+        [
+            "create configmaps",
+            "create deployments",
+            "create services",
+            "update mywebs/status"
+        ]
+    );
+    for action in &f.api.actions()[..3] {
+        assert_eq!(action.query_param("fieldManager"), Some("myweb-operator"));
+        let body = action.body.as_ref().unwrap();
+        assert_eq!(body["metadata"]["name"], "site");
+        assert_eq!(body["metadata"]["ownerReferences"][0]["uid"], "uid-site");
+        assert_eq!(body["metadata"]["ownerReferences"][0]["controller"], true);
+    }
+    let cm = f.action("create configmaps").body.unwrap();
+    assert_eq!(cm["data"]["index.html"], "<h1>hello</h1>");
+    let svc = f.action("create services").body.unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30080);
+
+    // The created Deployment has no status yet: not ready.
+    let ready = f.written_ready();
+    assert_eq!(ready["status"], "False");
+    assert_eq!(ready["reason"], "Progressing");
+    assert_eq!(ready["observedGeneration"], 3);
+    let status = f.action("update mywebs/status").body.unwrap();
+    assert_eq!(status["status"]["completed"], false);
+    assert_eq!(
+        status["metadata"]["resourceVersion"], "7",
+        "optimistic concurrency"
+    );
+    assert!(f.events.events().is_empty(), "{:?}", f.events.events());
+}
+
+#[tokio::test]
+async fn owned_objects_are_applied_with_force_and_the_uid_the_cache_saw() {
+    let f = Fixture::new();
+    let site = web("site");
+    Fixture::add(&f.webs, site.clone());
+    f.add_owned_objects(&site);
+
+    f.reconcile("site").await.unwrap();
+
+    assert_eq!(
+        f.api.action_names(),
+        [
+            "patch configmaps",
+            "patch deployments",
+            "patch services",
+            "update mywebs/status"
+        ]
+    );
+    for (action, uid) in f.api.actions()[..3]
+        .iter()
+        .zip(["uid-cm", "uid-deploy", "uid-svc"])
+    {
+        assert_eq!(action.query_param("fieldManager"), Some("myweb-operator"));
+        assert_eq!(action.query_param("force"), Some("true"));
+        let body = action.body.as_ref().unwrap();
+        assert_eq!(
+            body["metadata"]["uid"], uid,
+            "guards against a replaced object"
+        );
+        assert!(
+            body["metadata"].get("resourceVersion").is_none(),
+            "no read-modify-write"
+        );
+        assert!(body.get("status").is_none(), "only the fields we own");
+    }
+    // The Deployment echoed back is the one we applied, without a status: the status
+    // comes from the API server's answer, not from the cache.
+    assert_eq!(f.written_ready()["reason"], "Progressing");
+}
+
+#[tokio::test]
+async fn a_rolled_out_deployment_makes_the_web_ready_once() {
+    let f = Fixture::new();
+    let site = web("site");
+    Fixture::add(&f.webs, site.clone());
+    f.add_owned_objects(&site);
+    // The fake API echoes requests; script the Deployment the server would return.
+    let mut served = objects::deployment(&site).unwrap();
+    served.metadata.generation = Some(1);
+    served.status = Some(rolled_out());
+    f.api.respond_next(
+        "patch",
+        "deployments",
+        serde_json::to_value(&served).unwrap(),
+    );
+
+    f.reconcile("site").await.unwrap();
+
+    let ready = f.written_ready();
+    assert_eq!(ready["status"], "True");
+    assert_eq!(ready["reason"], "Available");
+    assert_eq!(
+        f.action("update mywebs/status").body.unwrap()["status"]["completed"],
+        true
+    );
+    assert_eq!(
+        f.events.events(),
+        ["Normal Ready the page is served on node port 30080"]
+    );
+
+    // Already Ready in the cache: no status write, no second Event.
+    let f2 = Fixture::new();
+    let mut ready_web = site.clone();
+    ready_web.status = next_status(
+        &site,
+        &Readiness {
+            ready: true,
+            reason: "Available".into(),
+            message: "the page is served on node port 30080".into(),
+        },
+        k8s_openapi::jiff::Timestamp::now(),
+    );
+    Fixture::add(&f2.webs, ready_web.clone());
+    f2.add_owned_objects(&ready_web);
+    f2.api.respond_next(
+        "patch",
+        "deployments",
+        serde_json::to_value(&served).unwrap(),
+    );
+    f2.reconcile("site").await.unwrap();
+    assert_eq!(
+        f2.api.action_names(),
+        ["patch configmaps", "patch deployments", "patch services"]
+    );
+    assert!(f2.events.events().is_empty());
+}
+
+#[tokio::test]
+async fn an_object_of_the_same_name_not_controlled_by_the_web_is_never_touched() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, web("site"));
+    let mut foreign = ConfigMap::default();
+    foreign.metadata.namespace = Some("default".into());
+    foreign.metadata.name = Some("site".into());
+    foreign.metadata.uid = Some("uid-foreign".into());
+    Fixture::add(&f.config_maps, foreign);
+
+    let err = f.reconcile("site").await.unwrap_err();
+
+    assert!(
+        matches!(
+            err,
+            Error::ResourceExists {
+                kind: "ConfigMap",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // No write to any object: the ConfigMap comes first, and nothing after it runs.
+    assert_eq!(f.api.action_names(), ["update mywebs/status"]);
+    let ready = f.written_ready();
+    assert_eq!(ready["status"], "False");
+    assert_eq!(ready["reason"], "ErrResourceExists");
+    assert_eq!(
+        ready["message"],
+        "ConfigMap \"site\" already exists and is not managed by MyWeb"
+    );
+    assert_eq!(
+        f.events.events(),
+        ["Warning ErrResourceExists ConfigMap \"site\" already exists and is not managed by MyWeb"]
+    );
+}
+
+#[tokio::test]
+async fn a_refused_service_is_a_warning_a_false_condition_and_an_error() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, web("site"));
+    f.api.fail_next("create", "services", 422, "Invalid");
+
+    let err = f.reconcile("site").await.unwrap_err();
+
+    assert!(
+        matches!(&err, Error::Api(e) if e.status_code() == Some(422)),
+        "{err}"
+    );
+    assert_eq!(
+        f.api.action_names(),
+        [
+            "create configmaps",
+            "create deployments",
+            "create services",
+            "update mywebs/status"
+        ]
+    );
+    let ready = f.written_ready();
+    assert_eq!(ready["reason"], "ApplyFailed");
+    let message = ready["message"].as_str().unwrap();
+    assert!(message.contains("create Service default/site"), "{message}");
+    assert!(
+        message.contains("scripted failure for create services"),
+        "the server's message: {message}"
+    );
+    let events = f.events.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        events[0].starts_with("Warning ApplyFailed create Service"),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_status_write_is_an_error_to_retry() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, web("site"));
+    f.api.fail_next("update", "mywebs/status", 409, "Conflict");
+    let err = f.reconcile("site").await.unwrap_err();
+    assert!(matches!(&err, Error::Api(e) if e.is_conflict()), "{err}");
+}
