@@ -268,7 +268,7 @@ mod tests {
 
     async fn drain(queue: &RateLimitingQueue<String>) -> Vec<String> {
         let mut keys = Vec::new();
-        while queue.len() > 0 {
+        while !queue.is_empty() {
             let item = queue.get().await.unwrap();
             keys.push((*item).clone());
         }

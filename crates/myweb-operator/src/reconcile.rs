@@ -16,8 +16,8 @@
 //!    - missing from the cache: **create** it (POST). If someone else's object of that
 //!      name appeared since the cache last looked, the API server answers 409
 //!      AlreadyExists and we retry; an apply would have adopted it;
-//!    - ours: **server-side apply** the desired configuration ([`objects`](crate::objects))
-//!      as field manager [`FIELD_MANAGER`](crate::FIELD_MANAGER), with `force`.
+//!    - ours: **server-side apply** the desired configuration ([`objects`])
+//!      as field manager [`FIELD_MANAGER`], with `force`.
 //! 3. Compute `Ready` from the Deployment the API server returned, and write the status
 //!    if it changed. A refused write (a node port another Service holds) becomes a
 //!    Warning Event and `Ready=False` with the server's message, then an error:
