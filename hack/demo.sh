@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The demo (README's main command): the controllers against a real local control plane.
+# The demo (README's main command): the controllers and the operator against a real local
+# control plane.
 #
 #   bash hack/demo.sh                     run, show, then keep running until Ctrl-C
 #   bash hack/demo.sh --non-interactive   run the same checks, then stop and exit 0 (CI)
 #
 # On a fresh machine it builds/installs what it needs: the control-plane binaries
 # (hack/control-plane.sh build, cached under ~/.cache), QEMU for the VirtualMachine
-# controller (hack/install-qemu.sh), and the controller binaries (cargo build).
+# controller (hack/install-qemu.sh), and the controller and operator binaries (cargo build).
 #
 # What it shows:
 #   1. etcd + kube-apiserver + kube-controller-manager + scheduler + kwok fake nodes come up;
@@ -16,7 +17,10 @@
 #   4. the Foo is scaled to 3 and the Deployment follows;
 #   5. vm-controller starts with the real QEMU driver; the example VirtualMachine goes
 #      Active with a real qemu process and usage in its status, then is deleted cleanly
-#      (finalizer: the qemu process and its disk are gone before the object is).
+#      (finalizer: the qemu process and its disk are gone before the object is);
+#   6. myweb-operator (built with crates/builder) starts; the example MyWeb gets its
+#      ConfigMap (the page), nginx Deployment and NodePort Service, and turns Ready;
+#   7. the MyWeb's page is changed and the ConfigMap follows (the Deployment rolls).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,7 +74,7 @@ if ! command -v curl >/dev/null 2>&1; then # the /readyz and /metrics checks bel
 fi
 bash hack/control-plane.sh build
 bash hack/install-qemu.sh
-cargo build --locked -p sample-controller -p vm-controller-bin
+cargo build --locked -p sample-controller -p vm-controller-bin -p myweb-operator-bin
 
 say "Starting the local control plane (state in $state/cp)"
 bash hack/control-plane.sh up --dir "$state/cp"
@@ -135,18 +139,62 @@ if pgrep -f "qemu-system.*$state/vms" >/dev/null; then fail "a qemu process outl
 [ -z "$(ls -A "$state/vms" 2>/dev/null)" ] || fail "VM state left behind: $(ls "$state/vms")"
 echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
 
+say "Starting myweb-operator (log: $state/myweb-operator.log)"
+target/debug/myweb-operator --kubeconfig "$KUBECONFIG" --leader-elect \
+  --metrics-bind-address 127.0.0.1:18084 --health-probe-bind-address 127.0.0.1:18085 \
+  >"$state/myweb-operator.log" 2>&1 &
+pids+=($!)
+
+wait_until "myweb-operator ready (/readyz)" 60 curl -sf http://127.0.0.1:18085/readyz
+say "Applying the example MyWeb (deploy/myweb-operator/myweb.yaml)"
+kubectl apply -f deploy/myweb-operator/myweb.yaml
+web=$(kubectl get -f deploy/myweb-operator/myweb.yaml -o 'jsonpath={.metadata.name}')
+for kind in configmap deployment service; do
+  wait_until "$kind $web owned by the MyWeb" 60 \
+    jsonpath_is MyWeb "$kind" "$web" -o 'jsonpath={.metadata.ownerReferences[0].kind}'
+done
+wait_until "Service $web on node port 30080" 30 \
+  jsonpath_is 30080 service "$web" -o 'jsonpath={.spec.ports[0].nodePort}'
+wait_until "MyWeb $web Ready" 120 \
+  jsonpath_is True web "$web" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'
+kubectl get web,cm,deploy,svc
+
+say "Changing the page: the ConfigMap follows and the Deployment rolls its pods"
+page='<h1>Hello again from MyWeb!</h1>'
+kubectl patch web "$web" --type merge -p "{\"spec\":{\"pageContentHtml\":\"$page\"}}"
+wait_until "ConfigMap $web serves the new page" 60 \
+  jsonpath_is "$page" configmap "$web" -o 'jsonpath={.data.index\.html}'
+# The page's SHA-256 in the pod template is what rolls the pods.
+checksum=$(printf '%s' "$page" | sha256sum | cut -d' ' -f1)
+wait_until "Deployment $web rolled to the new page (pod template checksum)" 60 \
+  jsonpath_is "$checksum" deployment "$web" \
+  -o 'jsonpath={.spec.template.metadata.annotations.operator\.k8s-summit\.org/page-sha256}'
+generation=$(kubectl get web "$web" -o 'jsonpath={.metadata.generation}')
+wait_until "MyWeb $web Ready for generation $generation" 120 \
+  jsonpath_is "True $generation" web "$web" \
+  -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.observedGeneration}'
+kubectl get web,cm,deploy,svc
+kubectl get events --field-selector involvedObject.kind=MyWeb
+
+say "myweb-operator's /metrics (excerpt)"
+curl -s http://127.0.0.1:18084/metrics | grep -E '^(controller_runtime_reconcile_total|leader_election_master_status)' || true
+
 say "Demo checks passed"
 if [ "$interactive" = 0 ]; then
   exit 0
 fi
 cat <<EOF
 
-The controllers keep running against the local control plane. In another terminal:
+The controllers and the operator keep running against the local control plane. In another
+terminal:
 
   export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$KUBECTL"):\$PATH
   kubectl get foo,deploy
   kubectl patch foo example-foo --type merge -p '{"spec":{"replicas":5}}'
   kubectl apply -f deploy/vm-controller/example-vm.yaml && kubectl get vm -w
+  kubectl get web,cm,deploy,svc
+  kubectl patch web myweb-sample --type merge -p '{"spec":{"pageContentHtml":"<h1>Hi</h1>"}}'
+  kubectl scale deploy myweb-sample --replicas 3   # the operator puts it back to 1
   tail -f $state/*.log
 
 Press Ctrl-C to stop everything (the control plane and its state are removed).

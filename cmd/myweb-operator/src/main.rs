@@ -1,0 +1,80 @@
+//! `myweb-operator`: the MyWeb operator binary, the Operator101 tutorial's
+//! `cmd/main.go`. It only wires flags to crates: the operator is
+//! `crates/myweb-operator` (built with `crates/builder`), everything around it
+//! (client, informers, Events, metrics, health, leader election, signals) is
+//! `controller::Manager`.
+//!
+//! ```text
+//! myweb-operator --kubeconfig ~/.kube/config --workers 2 --leader-elect
+//! ```
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use controller::{Manager, ManagerArgs};
+use myweb_operator::{CONTROLLER_NAME, new_controller};
+
+/// The MyWeb operator: serves each MyWeb's page (operator.k8s-summit.org/v1) with a
+/// ConfigMap, an nginx Deployment and a NodePort Service.
+#[derive(Debug, Parser)]
+#[command(name = "myweb-operator", version, about)]
+struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
+    // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
+    let shutdown = controller::setup_signal_handler();
+
+    let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
+        .await
+        .context("starting myweb-operator")?;
+    let webs = Arc::new(new_controller(
+        manager.client().clone(),
+        manager.factory(),
+        cli.manager.run.namespace.as_deref(),
+        manager.recorder(),
+        cli.manager.run.workers.into(),
+    ));
+    let synced = Arc::clone(&webs);
+    manager
+        .health()
+        .add_readyz_check("informers-synced", move || synced.has_synced())?;
+
+    manager
+        .run(shutdown, |stop| async move { webs.run(stop).await })
+        .await
+        .context("myweb-operator")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_the_managers() {
+        let cli = Cli::try_parse_from(["myweb-operator"]).unwrap();
+        assert_eq!(cli.manager.run.namespace, None);
+        assert_eq!(cli.manager.run.workers, 2);
+        assert!(!cli.manager.leader_election.leader_elect);
+        let cli = Cli::try_parse_from([
+            "myweb-operator",
+            "--namespace",
+            "web",
+            "--workers",
+            "4",
+            "--leader-elect",
+        ])
+        .unwrap();
+        assert_eq!(cli.manager.run.namespace.as_deref(), Some("web"));
+        assert_eq!(cli.manager.run.workers, 4);
+        assert!(cli.manager.leader_election.leader_elect);
+    }
+}
