@@ -11,6 +11,7 @@ use apis::cloudnative::v1alpha1::{
     CPU_MESSAGE, MEMORY_MESSAGE, ROOT_DISK_MESSAGE, VirtualMachine, VirtualMachineResource,
     VirtualMachineSpec,
 };
+use apis::operator::v1::{MAX_NODE_PORT, MIN_NODE_PORT, MyWeb};
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, PostParams};
@@ -249,5 +250,67 @@ async fn valid_virtual_machines_are_stored() -> anyhow::Result<()> {
         ),
         (2, 1 << 30, 10_000_000_000)
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn my_web_node_ports_out_of_range_and_empty_images_are_rejected() -> anyhow::Result<()> {
+    let env = env().await?;
+    let too_low = "should be greater than or equal to 30000";
+    let too_high = "should be less than or equal to 32767";
+    let cases: [(&str, Value, &[&str]); 7] = [
+        (
+            "nodePortNumber 0",
+            json!({"image": "nginx", "nodePortNumber": 0}),
+            &["spec.nodePortNumber", too_low],
+        ),
+        (
+            "nodePortNumber 29999",
+            json!({"image": "nginx", "nodePortNumber": 29999}),
+            &["spec.nodePortNumber", too_low],
+        ),
+        (
+            "nodePortNumber 32768",
+            json!({"image": "nginx", "nodePortNumber": 32768}),
+            &["spec.nodePortNumber", too_high],
+        ),
+        (
+            "nodePortNumber as a string",
+            json!({"image": "nginx", "nodePortNumber": "30080"}),
+            &["spec.nodePortNumber", "must be of type integer"],
+        ),
+        (
+            "no nodePortNumber",
+            json!({"image": "nginx"}),
+            &["spec.nodePortNumber", "Required value"],
+        ),
+        (
+            "empty image",
+            json!({"image": "", "nodePortNumber": 30080}),
+            &["spec.image", "should be at least 1 chars long"],
+        ),
+        (
+            "no image",
+            json!({"nodePortNumber": 30080}),
+            &["spec.image", "Required value"],
+        ),
+    ];
+    for (i, (what, spec, needles)) in cases.into_iter().enumerate() {
+        let result = create_raw::<MyWeb>(&env, &format!("bad-{i}"), json!({ "spec": spec })).await;
+        assert_invalid(result, needles, what);
+    }
+    let webs: Api<MyWeb> = Api::namespaced(env.client().clone(), env.namespace());
+    assert!(
+        webs.list(&Default::default()).await?.items.is_empty(),
+        "a rejected MyWeb was stored"
+    );
+
+    // The bounds themselves are valid, and pageContentHtml defaults to "".
+    for port in [MIN_NODE_PORT, MAX_NODE_PORT] {
+        let body = json!({ "spec": {"image": "nginx", "nodePortNumber": port} });
+        let stored = create_raw::<MyWeb>(&env, &format!("edge-{port}"), body).await?;
+        assert_eq!(stored.data["spec"]["nodePortNumber"], json!(port));
+        assert_eq!(stored.data["spec"]["pageContentHtml"], json!(""));
+    }
     Ok(())
 }

@@ -64,6 +64,28 @@ impl ApiError {
         }
     }
 
+    /// "action namespace/name: message" with the API server's own message when it
+    /// answered (kube's `Display` of an API error adds a debug dump of the whole
+    /// Status), for Events and conditions that users read.
+    ///
+    /// ```
+    /// use controller::ApiError;
+    /// use kube::core::Status;
+    ///
+    /// let status = Status::failure("provided port is already allocated", "Invalid").with_code(422);
+    /// let err = ApiError::new("create Service", "ns", "web", kube::Error::Api(Box::new(status)));
+    /// assert_eq!(err.user_message(), "create Service ns/web: provided port is already allocated");
+    /// ```
+    pub fn user_message(&self) -> String {
+        match &*self.source {
+            kube::Error::Api(status) if !status.message.is_empty() => format!(
+                "{} {}/{}: {}",
+                self.action, self.namespace, self.name, status.message
+            ),
+            _ => self.to_string(),
+        }
+    }
+
     /// 409 Conflict: the object changed since we read it.
     pub fn is_conflict(&self) -> bool {
         self.status_code() == Some(409)

@@ -29,6 +29,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error as users read it in the Warning Event and the `Ready=False` message: for
+    /// a refused write, the API server's own message (without kube's debug dump).
+    pub fn user_message(&self) -> String {
+        match self {
+            Error::Api(err) => err.user_message(),
+            other => other.to_string(),
+        }
+    }
+
     /// The `reason` of the `Ready=False` condition and of the Warning Event this error
     /// is reported with (CamelCase, as the API conventions ask).
     pub fn reason(&self) -> &'static str {

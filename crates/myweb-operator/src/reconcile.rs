@@ -124,9 +124,10 @@ impl MyWebReconciler {
         let readiness = match &outcome {
             Ok(deployment) => deployment_readiness(deployment, web.spec.node_port_number),
             Err(err) => {
+                let message = err.user_message();
                 self.recorder
-                    .event(&*web, EventType::Warning, err.reason(), err.to_string());
-                Readiness::not_ready(err.reason(), err.to_string())
+                    .event(&*web, EventType::Warning, err.reason(), message.clone());
+                Readiness::not_ready(err.reason(), message)
             }
         };
         self.write_status(&web, &readiness).await?;

@@ -331,6 +331,10 @@ async fn a_refused_service_is_a_warning_a_false_condition_and_an_error() {
         message.contains("scripted failure for create services"),
         "the server's message: {message}"
     );
+    assert_eq!(
+        message, "create Service default/site: scripted failure for create services",
+        "the server's message, without kube's debug dump of the Status"
+    );
     let events = f.events.events();
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
