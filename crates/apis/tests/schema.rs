@@ -243,7 +243,8 @@ fn crds_lists_every_kind_once() {
         names,
         [
             "foos.samplecontroller.k8s.io",
-            "virtualmachines.cloudnative.tw"
+            "virtualmachines.cloudnative.tw",
+            "mywebs.operator.k8s-summit.org"
         ]
     );
 }
@@ -256,7 +257,8 @@ fn files_are_kubebuilder_named_deterministic_and_parse_back() {
         names,
         [
             "samplecontroller.k8s.io_foos.yaml",
-            "cloudnative.tw_virtualmachines.yaml"
+            "cloudnative.tw_virtualmachines.yaml",
+            "operator.k8s-summit.org_mywebs.yaml"
         ]
     );
     assert_eq!(files, apis::crd_files().unwrap(), "same bytes every time");
