@@ -287,16 +287,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// decoding grows that vector by doubling (one entry usually sits in room for
     /// four), and every cached object would keep the slack for its lifetime.
     pub fn prepare(&self, obj: K) -> Arc<K> {
-        Arc::new(match &self.transform {
-            Some(transform) => transform(obj),
-            None => {
-                let mut obj = obj;
-                if let Some(fields) = obj.meta_mut().managed_fields.as_mut() {
-                    fields.shrink_to_fit();
-                }
-                obj
-            }
-        })
+        prepare_object(self.transform.as_ref(), obj)
     }
 
     /// Queues an `Added` delta (a watch `ADDED` event).
@@ -456,6 +447,20 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             .map(|k| k.to_string())
             .collect()
     }
+}
+
+/// [`DeltaFifo::prepare`] for any queue: the transform, or trimming `managedFields`.
+pub(crate) fn prepare_object<K: Resource>(transform: Option<&TransformFunc<K>>, obj: K) -> Arc<K> {
+    Arc::new(match transform {
+        Some(transform) => transform(obj),
+        None => {
+            let mut obj = obj;
+            if let Some(fields) = obj.meta_mut().managed_fields.as_mut() {
+                fields.shrink_to_fit();
+            }
+            obj
+        }
+    })
 }
 
 /// Collapses the last two deltas when both are deletions, keeping the more

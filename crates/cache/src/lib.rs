@@ -102,6 +102,7 @@ pub mod lister;
 pub mod lister_watcher;
 pub mod metrics;
 pub mod processor_listener;
+pub mod real_fifo;
 pub mod reflector;
 pub mod selector;
 pub mod shared_informer;
@@ -124,6 +125,7 @@ pub use lister_watcher::{
 };
 pub use metrics::{ReflectorMetricsProvider, set_global_reflector_metrics_provider};
 pub use processor_listener::{EventHandler, EventHandlerFuncs};
+pub use real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 pub use reflector::{BackoffConfig, Reflector, is_gone};
 pub use selector::Selector;
 pub use shared_informer::{ResourceEventHandlerRegistration, SharedIndexInformer};

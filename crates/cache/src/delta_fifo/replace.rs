@@ -40,11 +40,11 @@ use crate::keys::write_meta_namespace_key;
 #[derive(Debug)]
 pub struct Replacement {
     /// Every key listed so far, sharing its allocation with the queue.
-    keys: HashSet<Arc<str>>,
+    pub(crate) keys: HashSet<Arc<str>>,
     /// Whether this replace is the FIFO's first (the initial population).
-    initial: bool,
+    pub(crate) initial: bool,
     /// The first object that could not be keyed, reported by `finish_replace`.
-    first_error: Option<Error>,
+    pub(crate) first_error: Option<Error>,
     /// Scratch space for building keys: one allocation per key (the `Arc<str>`).
     key_buf: String,
 }
@@ -60,8 +60,18 @@ impl Replacement {
         self.keys.is_empty()
     }
 
+    /// A replace that starts the initial population when `initial`.
+    pub(crate) fn new(initial: bool) -> Self {
+        Self {
+            keys: HashSet::new(),
+            initial,
+            first_error: None,
+            key_buf: String::new(),
+        }
+    }
+
     /// The key of `obj` as an `Arc<str>` built in one allocation.
-    fn key_of<K: Resource>(&mut self, obj: &K) -> Result<Arc<str>> {
+    pub(crate) fn key_of<K: Resource>(&mut self, obj: &K) -> Result<Arc<str>> {
         write_meta_namespace_key(obj, &mut self.key_buf)?;
         Ok(Arc::from(self.key_buf.as_str()))
     }
@@ -71,12 +81,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Starts a replace (a list or relist) that arrives in pages. See the
     /// [module docs](self) for why pages are queued as they arrive.
     pub fn begin_replace(&self) -> Replacement {
-        Replacement {
-            keys: HashSet::new(),
-            initial: !self.state.lock().populated,
-            first_error: None,
-            key_buf: String::new(),
-        }
+        Replacement::new(!self.state.lock().populated)
     }
 
     /// Transforms one page (see [`prepare`](Self::prepare)) and queues a `Replaced`

@@ -1,0 +1,367 @@
+//! The RealFIFO: client-go's `tools/cache/the_real_fifo.go`, the queue informers use
+//! since Kubernetes 1.33 (`InOrderInformers`, locked on in 1.36).
+//!
+//! # DeltaFIFO and RealFIFO, side by side
+//!
+//! ```text
+//!  DeltaFIFO: one slot per KEY, its deltas piled up behind it
+//!    queue:  [a] [b]                 a: Added(a1), Updated(a2), Deleted(a3)
+//!                                    b: Added(b1)
+//!    pop -> (a, [Added a1, Updated a2, Deleted a3])      then (b, [Added b1])
+//!
+//!  RealFIFO: one slot per EVENT, in the order the reflector saw them
+//!    queue:  [a:Added a1] [b:Added b1] [a:Updated a2] [a:Deleted a3]
+//!    pop -> (a, [Added a1]), then (b, [Added b1]), then (a, [Updated a2]), ...
+//! ```
+//!
+//! The DeltaFIFO reorders across keys: `a`'s later changes are delivered before `b`'s
+//! earlier add, because `a` was queued first. Handlers that look at more than one
+//! object (an owner and what it owns, a Pod and its Node) can then see a world that
+//! never existed. client-go replaced it with this queue, which keeps the *global*
+//! order of events: every event is its own entry, delivered in arrival order. What
+//! stays the same: deletions missed during a watch gap still become tombstones when a
+//! relist replaces the contents, resyncs skip keys with queued events, and
+//! `has_synced` turns true once the initial list has been popped.
+//!
+//! Two things it adds: [`pop_batch`](RealFifo::pop_batch) hands the consumer up to
+//! [`DEFAULT_BATCH_SIZE`] consecutive events for *distinct* keys at once (client-go's
+//! `PopBatch`, `InOrderInformersBatchProcess`), so the indexer can apply them under
+//! one lock; and the paged replace of this workspace's DeltaFIFO
+//! ([`begin_replace`](RealFifo::begin_replace), [`replace_page`](RealFifo::replace_page),
+//! [`finish_replace`](RealFifo::finish_replace)), with the same reasoning (see
+//! [`delta_fifo::replace`](crate::delta_fifo::replace)).
+//!
+//! Like the DeltaFIFO, `pop` runs its processing function while holding the queue's
+//! lock, so a replace or resync never looks at the indexer between "popped" and
+//! "applied".
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::pin::pin;
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, watch};
+
+use crate::delta_fifo::{
+    DeletedFinalStateUnknown, DeletedObject, Delta, KeyListerGetter, Replacement, TransformFunc,
+    prepare_object,
+};
+use crate::error::Result;
+use crate::keys::meta_namespace_key;
+
+/// The most events [`RealFifo::pop_batch`] hands out at once (client-go's
+/// `defaultBatchSize`).
+pub const DEFAULT_BATCH_SIZE: usize = 1000;
+
+struct State<K> {
+    /// Every queued event with its key, oldest first.
+    items: VecDeque<(Arc<str>, Delta<K>)>,
+    /// Whether a first replace (or any add/update/delete) happened.
+    populated: bool,
+    /// Events of the first replace not yet popped.
+    initial_population_count: usize,
+    closed: bool,
+    /// Whether `synced` was set (once).
+    synced_signalled: bool,
+}
+
+/// An in-order queue of events between the reflector and the indexer: client-go's
+/// `RealFIFO`. See the [module docs](self).
+pub struct RealFifo<K> {
+    state: Mutex<State<K>>,
+    ready: Notify,
+    synced: watch::Sender<bool>,
+    known_objects: Arc<dyn KeyListerGetter<K>>,
+    transform: Option<TransformFunc<K>>,
+}
+
+impl<K> fmt::Debug for RealFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("RealFifo")
+            .field("queued_events", &st.items.len())
+            .field("populated", &st.populated)
+            .field("initial_population_count", &st.initial_population_count)
+            .field("closed", &st.closed)
+            .finish()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
+    /// A FIFO that detects missed deletions and resyncs against `known_objects` (the
+    /// informer's indexer; client-go requires it too).
+    pub fn new(
+        known_objects: Arc<dyn KeyListerGetter<K>>,
+        transform: Option<TransformFunc<K>>,
+    ) -> Self {
+        Self {
+            state: Mutex::new(State {
+                items: VecDeque::new(),
+                populated: false,
+                initial_population_count: 0,
+                closed: false,
+                synced_signalled: false,
+            }),
+            ready: Notify::new(),
+            synced: watch::Sender::new(false),
+            known_objects,
+            transform,
+        }
+    }
+
+    /// Sets `synced` to `true` when [`has_synced`](Self::has_synced) becomes true.
+    pub fn with_synced_signal(mut self, synced: watch::Sender<bool>) -> Self {
+        self.synced = synced;
+        self
+    }
+
+    fn signal_if_synced(&self, st: &mut State<K>) {
+        if !st.synced_signalled && st.populated && st.initial_population_count == 0 {
+            st.synced_signalled = true;
+            self.synced.send_replace(true);
+        }
+    }
+
+    fn push(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
+        st.items.push_back((key, delta));
+        self.ready.notify_one();
+    }
+
+    /// Queues one watch event.
+    fn queue_event(&self, obj: K, delta: fn(Arc<K>) -> Delta<K>) -> Result<()> {
+        let obj = prepare_object(self.transform.as_ref(), obj);
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut st = self.state.lock();
+        st.populated = true;
+        self.push(&mut st, key.into(), delta(obj));
+        self.signal_if_synced(&mut st);
+        Ok(())
+    }
+
+    /// Queues an `Added` event (a watch `ADDED`).
+    pub fn add(&self, obj: K) -> Result<()> {
+        self.queue_event(obj, Delta::Added)
+    }
+
+    /// Queues an `Updated` event (a watch `MODIFIED`).
+    pub fn update(&self, obj: K) -> Result<()> {
+        self.queue_event(obj, Delta::Updated)
+    }
+
+    /// Queues a `Deleted` event (a watch `DELETED`). Unlike the DeltaFIFO, always:
+    /// client-go's RealFIFO does not check whether the object was ever seen.
+    pub fn delete(&self, obj: K) -> Result<()> {
+        self.queue_event(obj, |obj| Delta::Deleted(DeletedObject::Object(obj)))
+    }
+
+    /// Replaces the contents with a full list: `Replaced` for every listed object,
+    /// a tombstone for every key queued or known but not listed. The one-shot form of
+    /// [`begin_replace`](Self::begin_replace) / [`replace_page`](Self::replace_page) /
+    /// [`finish_replace`](Self::finish_replace).
+    pub fn replace(&self, list: Vec<K>) -> Result<()> {
+        let mut replacement = self.begin_replace();
+        self.replace_page(&mut replacement, list);
+        self.finish_replace(replacement)
+    }
+
+    /// Starts a replace that arrives in pages.
+    pub fn begin_replace(&self) -> Replacement {
+        Replacement::new(!self.state.lock().populated)
+    }
+
+    /// Transforms one page and queues a `Replaced` event for each of its objects.
+    pub fn replace_page(&self, replacement: &mut Replacement, page: Vec<K>) {
+        let mut keyed = Vec::with_capacity(page.len());
+        for obj in page {
+            let obj = prepare_object(self.transform.as_ref(), obj);
+            match replacement.key_of(obj.as_ref()) {
+                Ok(key) => keyed.push((key, obj)),
+                Err(e) => {
+                    replacement.first_error.get_or_insert(e);
+                }
+            }
+        }
+        let mut st = self.state.lock();
+        for (key, obj) in keyed {
+            replacement.keys.insert(key.clone());
+            self.push(&mut st, key, Delta::Replaced(obj));
+            if replacement.initial {
+                st.initial_population_count += 1;
+            }
+        }
+    }
+
+    /// Ends a replace: a tombstone for every key whose last queued event is not a
+    /// deletion and that was not listed, and for every key the indexer knows, has
+    /// nothing queued, and was not listed (client-go's `reconcileReplacement`).
+    pub fn finish_replace(&self, replacement: Replacement) -> Result<()> {
+        let Replacement {
+            keys,
+            initial,
+            first_error,
+            ..
+        } = replacement;
+        let mut st = self.state.lock();
+        // The last queued event of every key, in first-queued order.
+        let mut order: Vec<Arc<str>> = Vec::new();
+        let mut last: HashMap<Arc<str>, &Delta<K>> = HashMap::new();
+        for (key, delta) in &st.items {
+            if last.insert(key.clone(), delta).is_none() {
+                order.push(key.clone());
+            }
+        }
+        let mut tombstones: Vec<(Arc<str>, Option<Arc<K>>)> = order
+            .into_iter()
+            .filter(|key| !keys.contains(key))
+            .filter_map(|key| {
+                let delta = last[&key];
+                (!matches!(delta, Delta::Deleted(_)))
+                    .then(|| (key.clone(), delta.object().cloned()))
+            })
+            .collect();
+        let queued: HashSet<Arc<str>> = last.into_keys().collect();
+        for key in self.known_objects.list_keys() {
+            if keys.contains(key.as_str()) || queued.contains(key.as_str()) {
+                continue;
+            }
+            let obj = self.known_objects.get_by_key(&key);
+            tombstones.push((key.into(), obj));
+        }
+        for (key, obj) in tombstones {
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.to_string(),
+                obj,
+            };
+            self.push(
+                &mut st,
+                key,
+                Delta::Deleted(DeletedObject::Tombstone(tombstone)),
+            );
+            if initial {
+                st.initial_population_count += 1;
+            }
+        }
+        st.populated = true;
+        self.signal_if_synced(&mut st);
+        drop(st);
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Queues a `Sync` event for every known object with no event queued (a queued
+    /// event means the indexer still holds the previous state, which a sync would
+    /// deliver after the newer one).
+    pub fn resync(&self) {
+        let mut st = self.state.lock();
+        let queued: HashSet<Arc<str>> = st.items.iter().map(|(key, _)| key.clone()).collect();
+        for key in self.known_objects.list_keys() {
+            if queued.contains(key.as_str()) {
+                continue;
+            }
+            if let Some(obj) = self.known_objects.get_by_key(&key) {
+                self.push(&mut st, key.into(), Delta::Sync(obj));
+            }
+        }
+    }
+
+    /// Waits for the next event and calls `process` with its key, the event (as a
+    /// one-element list, the shape the DeltaFIFO's consumers expect) and whether it
+    /// belongs to the initial list, holding the queue's lock. `None` once closed and
+    /// empty.
+    pub async fn pop<R>(
+        &self,
+        process: impl FnOnce(&Arc<str>, Vec<Delta<K>>, bool) -> R,
+    ) -> Option<R> {
+        self.pop_with(1, |mut batch, initial| {
+            let (key, delta) = batch.pop().expect("a batch is never empty");
+            process(&key, vec![delta], initial)
+        })
+        .await
+    }
+
+    /// Like [`pop`](Self::pop), but hands out up to `max` consecutive events at once,
+    /// stopping before the first key that repeats (so the batch can be applied in any
+    /// order) and at the end of the initial list (client-go's `PopBatch`). `max` of 0
+    /// is taken as 1.
+    pub async fn pop_batch<R>(
+        &self,
+        max: usize,
+        process: impl FnOnce(Vec<(Arc<str>, Delta<K>)>, bool) -> R,
+    ) -> Option<R> {
+        self.pop_with(max.max(1), process).await
+    }
+
+    async fn pop_with<R>(
+        &self,
+        max: usize,
+        process: impl FnOnce(Vec<(Arc<str>, Delta<K>)>, bool) -> R,
+    ) -> Option<R> {
+        loop {
+            let mut ready = pin!(self.ready.notified());
+            ready.as_mut().enable();
+            {
+                let mut st = self.state.lock();
+                if !st.items.is_empty() {
+                    let is_in_initial_list = !(st.populated && st.initial_population_count == 0);
+                    let mut limit = max.min(st.items.len());
+                    if st.initial_population_count > 0 {
+                        limit = limit.min(st.initial_population_count);
+                    }
+                    let mut seen: HashSet<Arc<str>> = HashSet::new();
+                    let mut batch = Vec::with_capacity(limit);
+                    while batch.len() < limit {
+                        let Some((key, _)) = st.items.front() else {
+                            break;
+                        };
+                        if !seen.insert(key.clone()) {
+                            break;
+                        }
+                        batch.extend(st.items.pop_front());
+                    }
+                    st.initial_population_count =
+                        st.initial_population_count.saturating_sub(batch.len());
+                    let result = process(batch, is_in_initial_list);
+                    self.signal_if_synced(&mut st);
+                    return Some(result);
+                }
+                if st.closed {
+                    return None;
+                }
+            }
+            ready.await;
+        }
+    }
+
+    /// Whether the initial list has been fully popped: client-go's `HasSynced`.
+    pub fn has_synced(&self) -> bool {
+        let st = self.state.lock();
+        st.populated && st.initial_population_count == 0
+    }
+
+    /// Closes the FIFO: `pop` returns `None` once the queued events are consumed.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.ready.notify_waiters();
+    }
+
+    /// Number of queued events (not keys: one key can have several).
+    pub fn len(&self) -> usize {
+        self.state.lock().items.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The keys of the queued events, in order, one per event (for tests).
+    pub fn list_keys(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .items
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect()
+    }
+}
