@@ -203,13 +203,9 @@ struct State<K> {
     items: HashMap<Arc<str>, Vec<Delta<K>>>,
     /// Keys in FIFO order, each once.
     queue: VecDeque<Arc<str>>,
-    /// Whether a first `replace` (or any add/update/delete) happened.
-    populated: bool,
-    /// Keys from the first `replace` not yet popped.
-    initial_population_count: usize,
+    /// How far through the initial list the queue is.
+    population: Population,
     closed: bool,
-    /// Whether `synced` was set (once); saves touching the channel on every pop.
-    synced_signalled: bool,
 }
 
 /// A queue of per-key deltas between the reflector and the indexer: client-go's
@@ -230,8 +226,7 @@ impl<K> fmt::Debug for DeltaFifo<K> {
         let st = self.state.lock();
         f.debug_struct("DeltaFifo")
             .field("queued_keys", &st.queue.len())
-            .field("populated", &st.populated)
-            .field("initial_population_count", &st.initial_population_count)
+            .field("population", &st.population)
             .field("closed", &st.closed)
             .finish()
     }
@@ -249,10 +244,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             state: Mutex::new(State {
                 items: HashMap::new(),
                 queue: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
+                population: Population::default(),
                 closed: false,
-                synced_signalled: false,
             }),
             ready: Notify::new(),
             synced: watch::Sender::new(false),
@@ -272,10 +265,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Publishes the synced state after a change that may have completed it: the
     /// first queued event (`populated`), a pop, or the end of a replace.
     fn signal_if_synced(&self, st: &mut State<K>) {
-        if !st.synced_signalled && st.populated && st.initial_population_count == 0 {
-            st.synced_signalled = true;
-            self.synced.send_replace(true);
-        }
+        st.population.signal_if_synced(&self.synced);
     }
 
     /// Applies the transform (if any) and wraps the object for storing. Every object
@@ -295,7 +285,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let obj = self.prepare(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
-        st.populated = true;
+        st.population.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Added(obj));
         self.signal_if_synced(&mut st);
         Ok(())
@@ -306,7 +296,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let obj = self.prepare(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
-        st.populated = true;
+        st.population.populated = true;
         self.queue_action(&mut st, key.into(), Delta::Updated(obj));
         self.signal_if_synced(&mut st);
         Ok(())
@@ -318,7 +308,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let obj = self.prepare(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
-        st.populated = true;
+        st.population.populated = true;
         self.signal_if_synced(&mut st);
         let known = match &self.known_objects {
             Some(known) => known.get_by_key(&key).is_some(),
@@ -398,9 +388,9 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             {
                 let mut st = self.state.lock();
                 if let Some(key) = st.queue.pop_front() {
-                    let is_in_initial_list = !(st.populated && st.initial_population_count == 0);
-                    if st.initial_population_count > 0 {
-                        st.initial_population_count -= 1;
+                    let is_in_initial_list = st.population.is_in_initial_list();
+                    if st.population.initial_count > 0 {
+                        st.population.initial_count -= 1;
                     }
                     let deltas = st.items.remove(&key).unwrap_or_default();
                     let result = process(&key, deltas, is_in_initial_list);
@@ -419,7 +409,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Whether the initial list has been fully popped: client-go's `HasSynced`.
     pub fn has_synced(&self) -> bool {
         let st = self.state.lock();
-        st.populated && st.initial_population_count == 0
+        st.population.has_synced()
     }
 
     /// Closes the FIFO: `pop` returns `None` once the queued keys are consumed.
@@ -446,6 +436,41 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             .iter()
             .map(|k| k.to_string())
             .collect()
+    }
+}
+
+/// How far a queue is through its initial list: what `has_synced` means, shared by
+/// [`DeltaFifo`] and [`RealFifo`](crate::RealFifo).
+#[derive(Debug, Default)]
+pub(crate) struct Population {
+    /// Whether a first replace (or any add/update/delete) happened.
+    pub(crate) populated: bool,
+    /// Entries of the first replace not yet popped (keys for a DeltaFIFO, events for
+    /// a RealFIFO).
+    pub(crate) initial_count: usize,
+    /// Whether the synced signal was sent (once); saves touching the channel on every
+    /// pop.
+    signalled: bool,
+}
+
+impl Population {
+    /// client-go's `HasSynced`: populated, and the initial list fully popped.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.populated && self.initial_count == 0
+    }
+
+    /// Whether what is popped now belongs to the initial list.
+    pub(crate) fn is_in_initial_list(&self) -> bool {
+        !self.has_synced()
+    }
+
+    /// Sends `true` on `synced` the first time the queue is synced, so waiters need
+    /// not poll.
+    pub(crate) fn signal_if_synced(&mut self, synced: &watch::Sender<bool>) {
+        if !self.signalled && self.has_synced() {
+            self.signalled = true;
+            synced.send_replace(true);
+        }
     }
 }
 

@@ -97,6 +97,7 @@
 pub mod delta_fifo;
 pub mod error;
 pub mod factory;
+pub mod informer_queue;
 pub mod keys;
 pub mod lister;
 pub mod lister_watcher;
@@ -115,6 +116,7 @@ pub use delta_fifo::{
 };
 pub use error::{Error, Result};
 pub use factory::{InformerOptions, SharedInformerFactory};
+pub use informer_queue::{InformerQueue, QueueKind};
 pub use keys::{
     ObjectName, deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
 };

@@ -45,8 +45,8 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::delta_fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, KeyListerGetter, Replacement, TransformFunc,
-    prepare_object,
+    DeletedFinalStateUnknown, DeletedObject, Delta, KeyListerGetter, Population, Replacement,
+    TransformFunc, prepare_object,
 };
 use crate::error::Result;
 use crate::keys::meta_namespace_key;
@@ -58,13 +58,9 @@ pub const DEFAULT_BATCH_SIZE: usize = 1000;
 struct State<K> {
     /// Every queued event with its key, oldest first.
     items: VecDeque<(Arc<str>, Delta<K>)>,
-    /// Whether a first replace (or any add/update/delete) happened.
-    populated: bool,
-    /// Events of the first replace not yet popped.
-    initial_population_count: usize,
+    /// How far through the initial list the queue is.
+    population: Population,
     closed: bool,
-    /// Whether `synced` was set (once).
-    synced_signalled: bool,
 }
 
 /// An in-order queue of events between the reflector and the indexer: client-go's
@@ -82,8 +78,7 @@ impl<K> fmt::Debug for RealFifo<K> {
         let st = self.state.lock();
         f.debug_struct("RealFifo")
             .field("queued_events", &st.items.len())
-            .field("populated", &st.populated)
-            .field("initial_population_count", &st.initial_population_count)
+            .field("population", &st.population)
             .field("closed", &st.closed)
             .finish()
     }
@@ -99,10 +94,8 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         Self {
             state: Mutex::new(State {
                 items: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
+                population: Population::default(),
                 closed: false,
-                synced_signalled: false,
             }),
             ready: Notify::new(),
             synced: watch::Sender::new(false),
@@ -118,10 +111,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     }
 
     fn signal_if_synced(&self, st: &mut State<K>) {
-        if !st.synced_signalled && st.populated && st.initial_population_count == 0 {
-            st.synced_signalled = true;
-            self.synced.send_replace(true);
-        }
+        st.population.signal_if_synced(&self.synced);
     }
 
     fn push(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
@@ -134,7 +124,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         let obj = prepare_object(self.transform.as_ref(), obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut st = self.state.lock();
-        st.populated = true;
+        st.population.populated = true;
         self.push(&mut st, key.into(), delta(obj));
         self.signal_if_synced(&mut st);
         Ok(())
@@ -168,27 +158,17 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
 
     /// Starts a replace that arrives in pages.
     pub fn begin_replace(&self) -> Replacement {
-        Replacement::new(!self.state.lock().populated)
+        Replacement::new(!self.state.lock().population.populated)
     }
 
     /// Transforms one page and queues a `Replaced` event for each of its objects.
     pub fn replace_page(&self, replacement: &mut Replacement, page: Vec<K>) {
-        let mut keyed = Vec::with_capacity(page.len());
-        for obj in page {
-            let obj = prepare_object(self.transform.as_ref(), obj);
-            match replacement.key_of(obj.as_ref()) {
-                Ok(key) => keyed.push((key, obj)),
-                Err(e) => {
-                    replacement.first_error.get_or_insert(e);
-                }
-            }
-        }
+        let keyed = replacement.prepare_page(self.transform.as_ref(), page);
         let mut st = self.state.lock();
         for (key, obj) in keyed {
-            replacement.keys.insert(key.clone());
             self.push(&mut st, key, Delta::Replaced(obj));
             if replacement.initial {
-                st.initial_population_count += 1;
+                st.population.initial_count += 1;
             }
         }
     }
@@ -240,10 +220,10 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                 Delta::Deleted(DeletedObject::Tombstone(tombstone)),
             );
             if initial {
-                st.initial_population_count += 1;
+                st.population.initial_count += 1;
             }
         }
-        st.populated = true;
+        st.population.populated = true;
         self.signal_if_synced(&mut st);
         drop(st);
         first_error.map_or(Ok(()), Err)
@@ -303,10 +283,10 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             {
                 let mut st = self.state.lock();
                 if !st.items.is_empty() {
-                    let is_in_initial_list = !(st.populated && st.initial_population_count == 0);
+                    let is_in_initial_list = st.population.is_in_initial_list();
                     let mut limit = max.min(st.items.len());
-                    if st.initial_population_count > 0 {
-                        limit = limit.min(st.initial_population_count);
+                    if st.population.initial_count > 0 {
+                        limit = limit.min(st.population.initial_count);
                     }
                     let mut seen: HashSet<Arc<str>> = HashSet::new();
                     let mut batch = Vec::with_capacity(limit);
@@ -319,8 +299,8 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                         }
                         batch.extend(st.items.pop_front());
                     }
-                    st.initial_population_count =
-                        st.initial_population_count.saturating_sub(batch.len());
+                    st.population.initial_count =
+                        st.population.initial_count.saturating_sub(batch.len());
                     let result = process(batch, is_in_initial_list);
                     self.signal_if_synced(&mut st);
                     return Some(result);
@@ -336,7 +316,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     /// Whether the initial list has been fully popped: client-go's `HasSynced`.
     pub fn has_synced(&self) -> bool {
         let st = self.state.lock();
-        st.populated && st.initial_population_count == 0
+        st.population.has_synced()
     }
 
     /// Closes the FIFO: `pop` returns `None` once the queued events are consumed.

@@ -1,6 +1,6 @@
 //! The reflector: client-go's `tools/cache/reflector.go`.
 //!
-//! A reflector keeps a [`DeltaFifo`] in step with the API server: it **lists** every
+//! A reflector keeps a [`DeltaFifo`](crate::DeltaFifo) in step with the API server: it **lists** every
 //! object once, hands the list to the FIFO as a replace, then **watches** for changes
 //! from the list's resourceVersion and hands each change to the FIFO. The rest of the
 //! informer never talks to the API server.
@@ -44,7 +44,7 @@
 //!   the list's version, as we measured on a quiet 1.34 server; a stream never is.)
 //! * A `"0"` list ignores `limit` and arrives as **one** response holding every
 //!   object; a `""` list really is paged. Paging, plus transforming each page as it
-//!   arrives ([`DeltaFifo::replace_page`]), is what keeps the peak memory of an
+//!   arrives ([`DeltaFifo::replace_page`](crate::DeltaFifo::replace_page)), is what keeps the peak memory of an
 //!   initial sync near the transformed size (docs/benchmarks.md: 50k ConfigMaps).
 //! * The answer is never stale, so the watch that follows starts from a current
 //!   version. A relist after `410 Gone` needs exactly that anyway.
@@ -65,7 +65,7 @@ use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::DeltaFifo;
+use crate::informer_queue::InformerQueue;
 use crate::lister_watcher::{
     DEFAULT_PAGE_SIZE, ListOptions, ListerWatcher, WatchOptions, WatchStream,
 };
@@ -148,11 +148,11 @@ enum WatchEnd {
     Failed(kube::Error),
 }
 
-/// Keeps a [`DeltaFifo`] in step with the API server. See the [module docs](self).
+/// Keeps a [`DeltaFifo`](crate::DeltaFifo) in step with the API server. See the [module docs](self).
 pub struct Reflector<K> {
     name: String,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
-    store: Arc<DeltaFifo<K>>,
+    store: Arc<InformerQueue<K>>,
     page_size: u32,
     backoff: BackoffConfig,
     last_sync_resource_version: Mutex<String>,
@@ -187,7 +187,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     pub fn new(
         name: impl Into<String>,
         lister_watcher: Arc<dyn ListerWatcher<K>>,
-        store: Arc<DeltaFifo<K>>,
+        store: Arc<InformerQueue<K>>,
     ) -> Self {
         let name = name.into();
         Self {
@@ -379,7 +379,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
 
     /// Lists every page at `rv` and replaces the FIFO's contents; returns how many
     /// objects it listed. Each page is transformed and queued as it arrives
-    /// ([`DeltaFifo::replace_page`]): the informer moves page N into the indexer while
+    /// ([`DeltaFifo::replace_page`](crate::DeltaFifo::replace_page)): the informer moves page N into the indexer while
     /// page N+1 is on the wire, and an untransformed list is never held in full. The
     /// tombstones for objects missing from the list wait for the last page. If a page
     /// fails, the replace is abandoned (no tombstones) and the caller relists.

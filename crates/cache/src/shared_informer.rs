@@ -35,9 +35,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delta_fifo::{Delta, DeltaFifo, TransformFunc};
 use crate::error::{Error, Result};
+use crate::informer_queue::{InformerQueue, QueueKind};
 use crate::lister::Lister;
 use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
+use crate::real_fifo::RealFifo;
 use crate::reflector::{BackoffConfig, Reflector};
 use crate::store::{Indexer, Indexers};
 
@@ -99,6 +101,7 @@ struct Inner<K> {
     default_resync_period: Duration,
     backoff: Mutex<BackoffConfig>,
     watch_list: AtomicBool,
+    queue_kind: Mutex<QueueKind>,
     started: AtomicBool,
 }
 
@@ -250,6 +253,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 default_resync_period,
                 backoff: Mutex::new(BackoffConfig::default()),
                 watch_list: AtomicBool::new(true),
+                queue_kind: Mutex::new(QueueKind::default()),
                 started: AtomicBool::new(false),
                 synced: watch::Sender::new(false),
             }),
@@ -335,6 +339,13 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.watch_list.store(enabled, Ordering::SeqCst);
     }
 
+    /// Which queue sits between the reflector and the indexer (default
+    /// [`QueueKind::DeltaFifo`]; see [`crate::informer_queue`]). Takes effect when the
+    /// informer starts.
+    pub fn set_queue_kind(&self, kind: QueueKind) {
+        *self.inner.queue_kind.lock() = kind;
+    }
+
     /// The cache: client-go's `GetIndexer`.
     pub fn indexer(&self) -> &Indexer<K> {
         &self.inner.indexer
@@ -389,10 +400,16 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             return;
         }
         let transform = self.inner.transform.lock().clone();
-        let fifo = Arc::new(
-            DeltaFifo::new(Some(Arc::new(self.inner.indexer.clone())), transform)
-                .with_synced_signal(self.inner.synced.clone()),
-        );
+        let known = Arc::new(self.inner.indexer.clone());
+        let synced = self.inner.synced.clone();
+        let fifo: Arc<InformerQueue<K>> = Arc::new(match *self.inner.queue_kind.lock() {
+            QueueKind::DeltaFifo => DeltaFifo::new(Some(known), transform)
+                .with_synced_signal(synced)
+                .into(),
+            QueueKind::RealFifo => RealFifo::new(known, transform)
+                .with_synced_signal(synced)
+                .into(),
+        });
         let reflector = Arc::new(
             Reflector::new(
                 self.inner.name.clone(),
@@ -436,7 +453,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 /// deltas: client-go's reflector `resyncChan` + `processor.shouldResync`.
 async fn resync_loop<K: Resource + Send + Sync + 'static>(
     inner: Weak<Inner<K>>,
-    fifo: Arc<DeltaFifo<K>>,
+    fifo: Arc<InformerQueue<K>>,
     cancel: CancellationToken,
 ) {
     loop {

@@ -2,6 +2,8 @@
 //! up *exactly* equal to the server's list (names and resourceVersions), through
 //! concurrent churn and through a real `410 Gone` relist.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,7 +124,7 @@ async fn two_thousand_config_maps_under_concurrent_churn_end_exactly_as_the_serv
     let env = TestEnv::with_prefix("cache-churn").await?;
     let ns = env.namespace().to_string();
     let api: Api<ConfigMap> = Api::namespaced(env.client().clone(), &ns);
-    let informer = SharedIndexInformer::new(
+    let informer = common::new_informer(
         "configmaps",
         Arc::new(ApiListerWatcher::new(api.clone())),
         Duration::ZERO,
@@ -267,7 +269,7 @@ async fn gone_after_a_watch_gap_relists_and_delivers_tombstones_for_deletions_in
         stale_next: AtomicBool::new(false),
         gone_seen: AtomicBool::new(false),
     });
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+    let informer = common::new_informer("configmaps", lw.clone(), Duration::ZERO);
     let tombstones = Arc::new(Mutex::new(BTreeSet::new()));
     informer.add_event_handler(EventHandlerFuncs::new().on_delete({
         let tombstones = tombstones.clone();
@@ -399,7 +401,7 @@ async fn an_api_server_outage_mid_run_is_survived_and_the_cache_converges() -> a
     let proxy = FlakyProxy::start(upstream).await?;
     config.cluster_url = format!("https://{}", proxy.addr).parse()?;
     let proxied: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config)?, &ns);
-    let informer = SharedIndexInformer::new(
+    let informer = common::new_informer(
         "configmaps",
         Arc::new(ApiListerWatcher::new(proxied)),
         Duration::ZERO,
@@ -443,7 +445,7 @@ async fn a_real_api_server_restart_mid_run_is_survived_and_the_cache_converges()
         )
         .await?;
     }
-    let informer = SharedIndexInformer::new(
+    let informer = common::new_informer(
         "configmaps",
         Arc::new(ApiListerWatcher::new(api.clone())),
         Duration::ZERO,

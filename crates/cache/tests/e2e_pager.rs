@@ -5,6 +5,8 @@
 //! status code, as `kube::Api` reports them. And an informer syncs to exactly the
 //! server's state both by streaming list (the default) and by paged list.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -170,7 +172,7 @@ async fn streaming_and_paged_informers_sync_to_exactly_the_servers_state() -> an
             inner: ApiListerWatcher::new(api.clone()).labels("mode=test"),
             lists: AtomicUsize::new(0),
         });
-        let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+        let informer = common::new_informer("configmaps", lw.clone(), Duration::ZERO);
         informer.set_watch_list(streaming);
         let stop = CancellationToken::new();
         let task = tokio::spawn({

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cache::ListPage;
 use cache::testing::{ScriptedListerWatcher, api_error, bookmark, config_map as cm, gone};
-use cache::{ListPage, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::WatchEvent;
 use parking_lot::Mutex;
@@ -338,7 +338,7 @@ async fn transform_runs_before_objects_are_cached_and_delivered() {
     fat.data = Some([("blob".to_string(), "x".repeat(4096))].into());
     lw.push_list_items(vec![fat], "1");
     let lw = Arc::new(lw);
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), Duration::ZERO);
+    let informer = common::new_informer("configmaps", lw.clone(), Duration::ZERO);
     informer
         .set_transform(Arc::new(|mut cm: ConfigMap| {
             cm.data = None;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache::testing::{ScriptedListerWatcher, api_error, config_map, gone};
-use cache::{DeltaFifo, Reflector};
+use cache::{DeltaFifo, InformerQueue, Reflector};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::WatchEvent;
 use metrics::testing::sample_value;
@@ -144,7 +144,7 @@ async fn reflector_families_count_lists_watches_and_their_failures() {
     // The relist after 410; then a quiet watch (script exhausted: pending for ever).
     source.push_list_items(vec![config_map("a", "20")], "20");
 
-    let fifo = Arc::new(DeltaFifo::new(None, None));
+    let fifo = Arc::new(InformerQueue::from(DeltaFifo::new(None, None)));
     let reflector = Arc::new(
         Reflector::new("configmaps", source.clone(), fifo).with_metrics_provider(provider),
     );
@@ -201,7 +201,7 @@ async fn the_last_resource_version_follows_events_and_ignores_non_numbers() {
     let source = Arc::new(ScriptedListerWatcher::<ConfigMap>::new());
     source.push_list_items(vec![], "5");
     let watch = source.push_watch_channel();
-    let fifo = Arc::new(DeltaFifo::new(None, None));
+    let fifo = Arc::new(InformerQueue::from(DeltaFifo::new(None, None)));
     let reflector =
         Arc::new(Reflector::new("cms", source.clone(), fifo).with_metrics_provider(provider));
     let cancel = CancellationToken::new();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache::testing::ScriptedListerWatcher;
-use cache::{DeltaFifo, Reflector};
+use cache::{DeltaFifo, InformerQueue, Reflector};
 use k8s_openapi::api::core::v1::ConfigMap;
 use metrics::testing::sample_value;
 use metrics::{Metrics, ReconcileResult, init_reconcile_metrics, observe_reconcile};
@@ -39,7 +39,7 @@ async fn installed_providers_feed_one_registry_and_only_the_first_install_counts
         Reflector::new(
             "global-r",
             source.clone(),
-            Arc::new(DeltaFifo::new(None, None)),
+            Arc::new(InformerQueue::from(DeltaFifo::new(None, None))),
         )
         .with_watch_list(false),
     );

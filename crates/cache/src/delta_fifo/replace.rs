@@ -29,7 +29,9 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use super::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo};
+use super::{
+    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, TransformFunc, prepare_object,
+};
 use crate::error::{Error, Result};
 use crate::keys::write_meta_namespace_key;
 
@@ -70,6 +72,30 @@ impl Replacement {
         }
     }
 
+    /// Transforms and keys one page of a replace (outside the queue's lock), recording
+    /// every key as listed and the first object that could not be keyed.
+    pub(crate) fn prepare_page<K: Resource>(
+        &mut self,
+        transform: Option<&TransformFunc<K>>,
+        page: Vec<K>,
+    ) -> Vec<(Arc<str>, Arc<K>)> {
+        let mut keyed = Vec::with_capacity(page.len());
+        self.keys.reserve(page.len());
+        for obj in page {
+            let obj = prepare_object(transform, obj);
+            match self.key_of(obj.as_ref()) {
+                Ok(key) => {
+                    self.keys.insert(key.clone());
+                    keyed.push((key, obj));
+                }
+                Err(e) => {
+                    self.first_error.get_or_insert(e);
+                }
+            }
+        }
+        keyed
+    }
+
     /// The key of `obj` as an `Arc<str>` built in one allocation.
     pub(crate) fn key_of<K: Resource>(&mut self, obj: &K) -> Result<Arc<str>> {
         write_meta_namespace_key(obj, &mut self.key_buf)?;
@@ -81,7 +107,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Starts a replace (a list or relist) that arrives in pages. See the
     /// [module docs](self) for why pages are queued as they arrive.
     pub fn begin_replace(&self) -> Replacement {
-        Replacement::new(!self.state.lock().populated)
+        Replacement::new(!self.state.lock().population.populated)
     }
 
     /// Transforms one page (see [`prepare`](Self::prepare)) and queues a `Replaced`
@@ -89,22 +115,11 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Objects without a name are skipped and reported by `finish_replace`.
     pub fn replace_page(&self, replacement: &mut Replacement, page: Vec<K>) {
         // Transform and key outside the lock: the consumer keeps popping meanwhile.
-        let mut keyed = Vec::with_capacity(page.len());
-        for obj in page {
-            let obj = self.prepare(obj);
-            match replacement.key_of(obj.as_ref()) {
-                Ok(key) => keyed.push((key, obj)),
-                Err(e) => {
-                    replacement.first_error.get_or_insert(e);
-                }
-            }
-        }
-        replacement.keys.reserve(keyed.len());
+        let keyed = replacement.prepare_page(self.transform.as_ref(), page);
         let mut st = self.state.lock();
         for (key, obj) in keyed {
-            replacement.keys.insert(key.clone());
             if self.queue_action(&mut st, key, Delta::Replaced(obj)) && replacement.initial {
-                st.initial_population_count += 1;
+                st.population.initial_count += 1;
             }
         }
     }
@@ -150,10 +165,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 Delta::Deleted(DeletedObject::Tombstone(tombstone)),
             );
             if pushed && initial {
-                st.initial_population_count += 1;
+                st.population.initial_count += 1;
             }
         }
-        st.populated = true;
+        st.population.populated = true;
         self.signal_if_synced(&mut st);
         drop(st);
         first_error.map_or(Ok(()), Err)

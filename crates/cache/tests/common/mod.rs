@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache::testing::ScriptedListerWatcher;
-use cache::{DeletedObject, EventHandler, SharedIndexInformer};
+use cache::{DeletedObject, EventHandler, QueueKind, SharedIndexInformer};
 use k8s_openapi::api::core::v1::ConfigMap;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -80,6 +80,33 @@ pub async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for handlers: {what}");
 }
 
+/// The environment variable that picks the informers' queue in these suites: `real`
+/// for the RealFIFO, anything else (or unset) for the DeltaFIFO. hack/test.sh runs the
+/// informer suites once with each.
+pub const QUEUE_ENV: &str = "CACHE_TEST_QUEUE";
+
+/// The queue these suites run on (see [`QUEUE_ENV`]).
+pub fn queue_kind() -> QueueKind {
+    match std::env::var(QUEUE_ENV).as_deref() {
+        Ok("real") => QueueKind::RealFifo,
+        _ => QueueKind::DeltaFifo,
+    }
+}
+
+/// `SharedIndexInformer::new`, on the queue of [`queue_kind`].
+pub fn new_informer<K>(
+    name: &str,
+    lw: Arc<dyn cache::ListerWatcher<K>>,
+    resync: Duration,
+) -> SharedIndexInformer<K>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let informer = SharedIndexInformer::new(name, lw, resync);
+    informer.set_queue_kind(queue_kind());
+    informer
+}
+
 /// An informer running over a scripted source until `stop`.
 pub struct Running {
     pub informer: SharedIndexInformer<ConfigMap>,
@@ -95,7 +122,7 @@ pub fn start(
     resync: Duration,
 ) -> Running {
     let lw = Arc::new(lw);
-    let informer = SharedIndexInformer::new("configmaps", lw.clone(), resync);
+    let informer = new_informer("configmaps", lw.clone(), resync);
     if let Some(h) = handler {
         informer.add_event_handler(h);
     }
