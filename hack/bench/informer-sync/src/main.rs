@@ -62,6 +62,9 @@ enum Impl {
     /// Ours with set_watch_list(false): always paged lists (500 per page, one page
     /// of read-ahead).
     OursPaged,
+    /// Ours with set_queue_kind(RealFifo): client-go's in-order queue instead of the
+    /// DeltaFIFO.
+    OursRealfifo,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
     /// (most recent) list, 500 per page, as ours lists.
     KubeRuntime,
@@ -79,6 +82,7 @@ impl Impl {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
             Impl::OursPaged => "ours-paged",
+            Impl::OursRealfifo => "ours-realfifo",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
             Impl::KubeRuntimeStreaming => "kube-runtime-streaming",
@@ -239,10 +243,13 @@ async fn sync(
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform | Impl::OursPaged => {
+        Impl::Ours | Impl::OursTransform | Impl::OursPaged | Impl::OursRealfifo => {
             let lister_watcher = Arc::new(cache::ApiListerWatcher::new(api));
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
             informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
+            if matches!(implementation, Impl::OursRealfifo) {
+                informer.set_queue_kind(cache::QueueKind::RealFifo);
+            }
             if matches!(implementation, Impl::OursTransform) {
                 informer
                     .set_transform(Arc::new(|mut cm: ConfigMap| {
