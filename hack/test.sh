@@ -47,8 +47,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 log "cargo test (unit, integration, doc tests)"
 cargo test --workspace --locked
 
-log "cache informer suites again on the RealFIFO (CACHE_TEST_QUEUE=real; the run above used the DeltaFIFO)"
-CACHE_TEST_QUEUE=real cargo test -p cache --locked \
+log "cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta; the run above used the default RealFIFO)"
+CACHE_TEST_QUEUE=delta cargo test -p cache --locked \
   --test informer --test informer_sync --test informer_watch_list --test e2e_informer --test e2e_pager
 
 log "hack/demo.sh --non-interactive (the README's main command, end to end)"

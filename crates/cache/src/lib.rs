@@ -9,6 +9,7 @@
 //! | `GenericLister`, generated listers          | [`Lister`], [`NamespaceLister`] |
 //! | `labels.Parse`, `labels.Selector`           | [`Selector`]                  |
 //! | `DeltaFIFO`, `Delta`, `DeletedFinalStateUnknown` | [`DeltaFifo`], [`Delta`], [`DeletedFinalStateUnknown`] |
+//! | `RealFIFO` (the informers' queue since 1.33) | [`RealFifo`], chosen by [`QueueKind`] |
 //! | `ListerWatcher`, `NewFilteredListWatchFromClient` | [`ListerWatcher`], [`ApiListerWatcher`] |
 //! | `Reflector`                                  | [`Reflector`]                 |
 //! | `cache.MetricsProvider`, `SetReflectorMetricsProvider` | [`ReflectorMetricsProvider`], [`set_global_reflector_metrics_provider`] |

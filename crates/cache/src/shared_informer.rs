@@ -1,8 +1,10 @@
 //! The shared index informer: client-go's `sharedIndexInformer`
 //! (tools/cache/shared_informer.go).
 //!
-//! It wires the pieces together: a [`Reflector`] fills a [`DeltaFifo`]; one loop pops
-//! the deltas, applies them to the [`Indexer`] (the cache listers read) and hands an
+//! It wires the pieces together: a [`Reflector`] fills a queue (a [`RealFifo`], every
+//! event in arrival order, as in client-go since 1.33; or, with
+//! [`set_queue_kind`](SharedIndexInformer::set_queue_kind), the classic [`DeltaFifo`]);
+//! one loop pops the deltas, applies them to the [`Indexer`] (the cache listers read) and hands an
 //! add / update / delete notification to every registered handler. "Shared" means one
 //! informer, one watch and one cache per kind, however many controllers and handlers
 //! use it (see [`SharedInformerFactory`](crate::SharedInformerFactory)).
@@ -340,7 +342,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Which queue sits between the reflector and the indexer (default
-    /// [`QueueKind::DeltaFifo`]; see [`crate::informer_queue`]). Takes effect when the
+    /// [`QueueKind::RealFifo`], as in client-go; see [`crate::informer_queue`]). Takes effect when the
     /// informer starts.
     pub fn set_queue_kind(&self, kind: QueueKind) {
         *self.inner.queue_kind.lock() = kind;

@@ -80,16 +80,16 @@ pub async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for handlers: {what}");
 }
 
-/// The environment variable that picks the informers' queue in these suites: `real`
-/// for the RealFIFO, anything else (or unset) for the DeltaFIFO. hack/test.sh runs the
-/// informer suites once with each.
+/// The environment variable that picks the informers' queue in these suites: `delta`
+/// for the DeltaFIFO, anything else (or unset) for the RealFIFO, the default.
+/// hack/test.sh runs the informer suites once with each.
 pub const QUEUE_ENV: &str = "CACHE_TEST_QUEUE";
 
 /// The queue these suites run on (see [`QUEUE_ENV`]).
 pub fn queue_kind() -> QueueKind {
     match std::env::var(QUEUE_ENV).as_deref() {
-        Ok("real") => QueueKind::RealFifo,
-        _ => QueueKind::DeltaFifo,
+        Ok("delta") => QueueKind::DeltaFifo,
+        _ => QueueKind::RealFifo,
     }
 }
 
