@@ -288,16 +288,21 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                     if st.population.initial_count > 0 {
                         limit = limit.min(st.population.initial_count);
                     }
-                    let mut seen: HashSet<Arc<str>> = HashSet::new();
                     let mut batch = Vec::with_capacity(limit);
-                    while batch.len() < limit {
-                        let Some((key, _)) = st.items.front() else {
-                            break;
-                        };
-                        if !seen.insert(key.clone()) {
-                            break;
+                    batch.extend(st.items.pop_front());
+                    // Distinct keys only. A single pop (the informer's, once per event)
+                    // never builds the set.
+                    if limit > 1 {
+                        let mut seen: HashSet<Arc<str>> =
+                            batch.iter().map(|(key, _)| key.clone()).collect();
+                        while batch.len() < limit {
+                            match st.items.front() {
+                                Some((key, _)) if seen.insert(key.clone()) => {
+                                    batch.extend(st.items.pop_front());
+                                }
+                                _ => break,
+                            }
                         }
-                        batch.extend(st.items.pop_front());
                     }
                     st.population.initial_count =
                         st.population.initial_count.saturating_sub(batch.len());
