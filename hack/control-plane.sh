@@ -320,6 +320,16 @@ stop_dir() {
   for n in "$dir"/pids/*.pid; do
     [ -e "$n" ] && kill -KILL "$(cat "$n")" 2>/dev/null || true
   done
+  # SIGKILL is asynchronous: wait until the killed ones are really gone (their ports
+  # closed), so "stopped" means stopped to whoever called us.
+  for i in $(seq 1 50); do
+    local alive=0
+    for n in "$dir"/pids/*.pid; do
+      [ -e "$n" ] && alive "$(cat "$n")" && alive=1
+    done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
   rm -rf "$dir"
 }
 

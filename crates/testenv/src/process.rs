@@ -118,6 +118,13 @@ impl ProcessGuard {
         // SAFETY: as above.
         unsafe { libc::kill(-self.pid, libc::SIGKILL) };
         self.wait_timeout(Duration::from_secs(5));
+        // SIGKILL is asynchronous: return only once no process of the group is left
+        // (signal 0 fails with ESRCH), so a stopped control plane has closed its ports.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        // SAFETY: signal 0 only checks that the group exists.
+        while unsafe { libc::kill(-self.pid, 0) } == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
