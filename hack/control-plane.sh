@@ -12,10 +12,18 @@
 #   hack/control-plane.sh restart-apiserver [DIR]
 #                                               restart kube-apiserver only (same ports, data)
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
+#   hack/control-plane.sh version               print the Kubernetes version selected
+#
+# K8S_VERSION picks the Kubernetes release (default: newest):
+#   newest        hack/tools/control-plane/go.mod         (the suite's default)
+#   oldest        hack/tools/control-plane/oldest/go.mod  (oldest release we support)
+#   v1.37.2, 1.37 the module pinning that version (an error if none does)
+# Each release is cached in its own k8s-<version>/bin, so both live side by side.
 #
 # Binaries: KUBEBUILDER_ASSETS (controller-runtime's envtest convention) wins for
 # every binary it contains; the rest come from
-#   ${KUBE_CONTROLLERS_CACHE_DIR:-~/.cache/kube-controllers-rs}/k8s-<version>/bin
+#   ${KUBE_CONTROLLERS_CACHE_DIR:-~/.cache/kube-controllers-rs}/k8s-<version>/bin (kwok:
+#   kwok-<version>/bin)
 # built from the Go modules in hack/tools/control-plane (versions pinned there).
 #
 # --foreground (used by crates/testenv): components are children of this shell
@@ -24,11 +32,40 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TOOLS_DIR=$REPO_ROOT/hack/tools/control-plane
-K8S_VERSION=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$TOOLS_DIR/go.mod")
-KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ { print $2 }' "$TOOLS_DIR/kwok/go.mod")
+TOOLS_ROOT=$REPO_ROOT/hack/tools/control-plane
+KWOK_DIR=$TOOLS_ROOT/kwok
+
+# pinned_version DIR: the k8s.io/kubernetes version DIR/go.mod pins.
+pinned_version() { awk '$1 == "k8s.io/kubernetes" { print $2 }' "$1/go.mod"; }
+
+# select_release: TOOLS_DIR and K8S_VERSION from the K8S_VERSION knob.
+select_release() {
+  local want=${K8S_VERSION:-newest} d v
+  case "$want" in
+  newest) TOOLS_DIR=$TOOLS_ROOT ;;
+  oldest) TOOLS_DIR=$TOOLS_ROOT/oldest ;;
+  *)
+    TOOLS_DIR=""
+    want=v${want#v}
+    for d in "$TOOLS_ROOT" "$TOOLS_ROOT/oldest"; do
+      v=$(pinned_version "$d")
+      if [ "$v" = "$want" ] || [ "${v%.*}" = "$want" ]; then TOOLS_DIR=$d; fi
+    done
+    [ -n "$TOOLS_DIR" ] || {
+      printf '[control-plane] error: K8S_VERSION=%s: no module under %s pins it (newest: %s, oldest: %s)\n' \
+        "${K8S_VERSION}" "$TOOLS_ROOT" "$(pinned_version "$TOOLS_ROOT")" "$(pinned_version "$TOOLS_ROOT/oldest")" >&2
+      exit 1
+    }
+    ;;
+  esac
+  K8S_VERSION=$(pinned_version "$TOOLS_DIR")
+}
+select_release
+KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ { print $2 }' "$KWOK_DIR/go.mod")
 CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 BIN_DIR=$CACHE_ROOT/k8s-$K8S_VERSION/bin
+# kwok does not depend on the Kubernetes release: one build serves every release.
+KWOK_BIN_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION/bin
 K8S_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 ALL_BINARIES=("${K8S_BINARIES[@]}" kwok)
 # Service CIDR: the kubernetes Service gets its first IP (in the serving cert).
@@ -51,15 +88,21 @@ bin_path() {
   if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/$1" ]; then
     echo "$KUBEBUILDER_ASSETS/$1"
   else
-    echo "$BIN_DIR/$1"
+    echo "$(group_dir "$(group_of "$1")")/$1"
   fi
 }
 
-# stamp GROUP: identifies what the cached binaries of a group were built from.
+group_of() { if [ "$1" = kwok ]; then echo kwok; else echo k8s; fi; }
+# group_dir GROUP: where the cached binaries of GROUP live.
+group_dir() { if [ "$1" = kwok ]; then echo "$KWOK_BIN_DIR"; else echo "$BIN_DIR"; fi; }
+
+# stamp GROUP: identifies what the cached binaries of a group were built from:
+# the pins (go.mod without comments or the module line, go.sum) and the flags.
 stamp() {
   local dir=$TOOLS_DIR
-  [ "$1" = kwok ] && dir=$TOOLS_DIR/kwok
-  cat "$dir/go.mod" "$dir/go.sum" <(echo "flags=$(ldflags "$1")") | sha256sum | cut -d' ' -f1
+  [ "$1" = kwok ] && dir=$KWOK_DIR
+  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1")") |
+    sha256sum | cut -d' ' -f1
 }
 
 ldflags() {
@@ -76,10 +119,12 @@ ldflags() {
 group_missing() {
   local names=("${K8S_BINARIES[@]}") b p
   [ "$1" = kwok ] && names=(kwok)
+  local dir
+  dir=$(group_dir "$1")
   for b in "${names[@]}"; do
     p=$(bin_path "$b")
     [ -x "$p" ] || return 0
-    if [ "$p" = "$BIN_DIR/$b" ] && [ "$(cat "$BIN_DIR/.stamp-$1" 2>/dev/null)" != "$(stamp "$1")" ]; then
+    if [ "$p" = "$dir/$b" ] && [ "$(cat "$dir/.stamp-$1" 2>/dev/null)" != "$(stamp "$1")" ]; then
       return 0
     fi
   done
@@ -87,18 +132,19 @@ group_missing() {
 }
 
 build_group() {
-  local group=$1 dir=$TOOLS_DIR pkgs tmp start
+  local group=$1 dir=$TOOLS_DIR out pkgs tmp start
+  out=$(group_dir "$group")
   if [ "$group" = k8s ]; then
     pkgs=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
   else
-    dir=$TOOLS_DIR/kwok
+    dir=$KWOK_DIR
     pkgs=(sigs.k8s.io/kwok/cmd/kwok)
   fi
-  mkdir -p "$BIN_DIR"
-  tmp=$(mktemp -d "$BIN_DIR/.build.XXXXXX")
+  mkdir -p "$out"
+  tmp=$(mktemp -d "$out/.build.XXXXXX")
   start=$(date +%s)
-  log "building ${group} binaries (${pkgs[*]}) into $BIN_DIR; a cold build takes a long time, see docs/testing.md"
+  log "building ${group} binaries (${pkgs[*]}) into $out; a cold build takes a long time, see docs/testing.md"
   # -mod=readonly: the pins in go.mod/go.sum are the truth, never rewritten here.
   # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
@@ -106,9 +152,9 @@ build_group() {
     { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }
   [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd" # go.etcd.io/etcd/server/v3 builds "server"
   local f
-  for f in "$tmp"/*; do mv -f "$f" "$BIN_DIR/"; done
+  for f in "$tmp"/*; do mv -f "$f" "$out/"; done
   rmdir "$tmp"
-  stamp "$group" >"$BIN_DIR/.stamp-$group"
+  stamp "$group" >"$out/.stamp-$group"
   log "built ${group} binaries in $(($(date +%s) - start))s"
 }
 
@@ -120,8 +166,8 @@ cmd_build() {
   if [ ${#groups[@]} -gt 0 ]; then
     if ! command -v go >/dev/null 2>&1; then
       die "missing binaries (${ALL_BINARIES[*]}) and 'go' is not installed.
-  Either install Go >= 1.24 (https://go.dev/dl/) and re-run '$0 build' (it builds Kubernetes $K8S_VERSION,
-  its etcd and kwok $KWOK_VERSION into $BIN_DIR), or set KUBEBUILDER_ASSETS to a directory holding
+  Either install Go >= 1.26 (https://go.dev/dl/) and re-run '$0 build' (it builds Kubernetes $K8S_VERSION,
+  its etcd and kwok $KWOK_VERSION into $BIN_DIR and $KWOK_BIN_DIR), or set KUBEBUILDER_ASSETS to a directory holding
   executables named: ${ALL_BINARIES[*]}."
     fi
     mkdir -p "$CACHE_ROOT"
@@ -371,8 +417,11 @@ cmd_up() {
     --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn
   # The apiserver's command line is kept in the state dir so `restart-apiserver`
   # can start the same server again (same ports, certificates and etcd).
+  # --endpoint-reconciler-type=none: since 1.37 the apiserver refuses to publish a
+  # loopback address as the `kubernetes` Service's endpoints; nothing here reaches
+  # the API server through that Service (no real Pods run), so none is published.
   printf '%s\n' "$(bin_path kube-apiserver)" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --secure-port="$API_PORT" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
@@ -514,5 +563,6 @@ down) shift; cmd_down "$@" ;;
 restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
 status) shift; cmd_status "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
-*) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+version) echo "$K8S_VERSION" ;;
+*) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -39,7 +39,7 @@ pub fn new_deployment(foo: &Foo) -> Result<Deployment> {
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(foo.spec.replicas),
             selector: LabelSelector {
                 match_labels: Some(labels.clone()),
@@ -60,7 +60,7 @@ pub fn new_deployment(foo: &Foo) -> Result<Deployment> {
                 }),
             },
             ..DeploymentSpec::default()
-        }),
+        },
         status: None,
     })
 }
@@ -89,7 +89,7 @@ mod tests {
             ("Foo", "example", "uid-1", Some(true))
         );
         assert_eq!(owner.api_version, "samplecontroller.k8s.io/v1alpha1");
-        let spec = d.spec.unwrap();
+        let spec = d.spec;
         assert_eq!(spec.replicas, Some(3));
         let labels = spec.template.metadata.unwrap().labels.unwrap();
         assert_eq!(labels["app"], "nginx");

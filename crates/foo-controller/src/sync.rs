@@ -139,7 +139,7 @@ impl FooSyncer {
         //    resourceVersion (an unconditional overwrite of every field, including ones
         //    other tools set); we change only replicas on the copy we read, so a
         //    concurrent change is a 409 and a retry, not a silent overwrite.
-        let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+        let current = deployment.spec.replicas;
         if current != Some(foo.spec.replicas) {
             info!(
                 key,
@@ -148,7 +148,7 @@ impl FooSyncer {
                 "updating Deployment replicas"
             );
             let mut desired = (*deployment).clone();
-            desired.spec.get_or_insert_with(Default::default).replicas = Some(foo.spec.replicas);
+            desired.spec.replicas = Some(foo.spec.replicas);
             let updated = deployments
                 .replace(deployment_name, &post, &desired)
                 .await

@@ -127,7 +127,7 @@ pub fn deployment(web: &MyWeb) -> Result<Deployment> {
     };
     Ok(Deployment {
         metadata: object_meta(web)?,
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(REPLICAS),
             selector: LabelSelector {
                 match_labels: Some(selector_labels(web)),
@@ -145,7 +145,7 @@ pub fn deployment(web: &MyWeb) -> Result<Deployment> {
                 spec: Some(pod),
             },
             ..DeploymentSpec::default()
-        }),
+        },
         ..Deployment::default()
     })
 }

@@ -41,11 +41,7 @@ impl Readiness {
 /// replica available: `kubectl rollout status`'s test.
 pub fn deployment_readiness(deployment: &Deployment, node_port: i32) -> Readiness {
     let name = deployment.metadata.name.as_deref().unwrap_or_default();
-    let want = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
+    let want = deployment.spec.replicas.unwrap_or(1);
     let status = deployment.status.clone().unwrap_or_default();
     let observed =
         status.observed_generation.unwrap_or(0) >= deployment.metadata.generation.unwrap_or(0);

@@ -333,6 +333,28 @@ fn script_path() -> PathBuf {
         })
 }
 
+/// The Kubernetes release `hack/control-plane.sh` starts, e.g. `v1.37.2`: the newest
+/// one pinned, or the one the `K8S_VERSION` environment variable selects (`oldest`,
+/// `newest` or a version; see the script). With [`ENV_KUBECONFIG`] the cluster is
+/// whatever that kubeconfig points at, which this does not know.
+pub fn selected_kubernetes_version() -> Result<String> {
+    let script = script_path();
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(format!("running {} version", script.display()), e))?;
+    if !out.status.success() {
+        return Err(Error::Binaries {
+            script,
+            status: out.status.to_string(),
+            output: last_lines(&String::from_utf8_lossy(&out.stderr), 10),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// Run `control-plane.sh build`: reuse or build (cold: many minutes) the binaries.
 fn ensure_binaries(script: &Path) -> Result<()> {
     tracing::info!(script = %script.display(), "ensuring control-plane binaries");

@@ -5,9 +5,11 @@
 //! kube-controller-manager (garbage collector, Deployment/ReplicaSet,
 //! ServiceAccount token controllers), kube-scheduler and kwok with two fake
 //! Nodes whose Pods become Running/Ready. The binaries are built from the Go
-//! module in `hack/tools/control-plane` by `hack/control-plane.sh build` and
+//! modules in `hack/tools/control-plane` by `hack/control-plane.sh build` and
 //! cached under `~/.cache/kube-controllers-rs/k8s-<version>/bin`
-//! (`KUBEBUILDER_ASSETS` overrides, as in envtest).
+//! (`KUBEBUILDER_ASSETS` overrides, as in envtest). The release is the newest one
+//! pinned, or the one `K8S_VERSION` selects (`oldest` runs the oldest release we
+//! support; [`selected_kubernetes_version`] tells which).
 //!
 //! One control plane is shared by all tests of a test binary
 //! ([`ControlPlane::shared`]); each test gets a fresh namespace and client
@@ -16,7 +18,7 @@
 //!
 //! Environment variables: [`ENV_KUBECONFIG`] (reuse a running cluster),
 //! [`ENV_SCRIPT`], [`ENV_START_TIMEOUT`], [`ENV_KUBECTL`], `KUBEBUILDER_ASSETS`,
-//! `KUBE_CONTROLLERS_CACHE_DIR` (binary cache root). See `docs/testing.md`.
+//! `KUBE_CONTROLLERS_CACHE_DIR` (binary cache root), `K8S_VERSION` (release). See `docs/testing.md`.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -54,7 +56,10 @@ use std::path::Path;
 
 use kube::Client;
 
-pub use control_plane::{ControlPlane, ENV_KUBECONFIG, ENV_KUBECTL, ENV_SCRIPT, ENV_START_TIMEOUT};
+pub use control_plane::{
+    ControlPlane, ENV_KUBECONFIG, ENV_KUBECTL, ENV_SCRIPT, ENV_START_TIMEOUT,
+    selected_kubernetes_version,
+};
 pub use error::{Error, Result};
 pub use namespace::TestNamespace;
 pub use objects::{wait_for_event, wait_for_object};

@@ -63,17 +63,17 @@ pub async fn service_account_token(
 ) -> Result<String> {
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let request = TokenRequest {
-        spec: TokenRequestSpec {
+        spec: Some(TokenRequestSpec {
             expiration_seconds: Some(3600),
             ..TokenRequestSpec::default()
-        },
+        }),
         ..TokenRequest::default()
     };
     accounts
         .create_token_request(name, &PostParams::default(), &request)
         .await?
         .status
-        .map(|status| status.token)
+        .and_then(|status| status.token)
         .ok_or_else(|| {
             Error::InvalidRequest(format!(
                 "TokenRequest for {namespace}/{name} returned no token"

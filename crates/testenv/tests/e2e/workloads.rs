@@ -46,7 +46,7 @@ async fn deployment_becomes_available_on_kwok_nodes() -> anyhow::Result<()> {
     assert!(
         available
             .iter()
-            .any(|c| c.type_ == "Available" && c.status == "True"),
+            .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True")),
         "{available:?}"
     );
 
