@@ -67,6 +67,11 @@ pub enum DeltaType {
     Replaced,
     /// A periodic resync of an unchanged object.
     Sync,
+    /// The watch (or a finished list) reached a resourceVersion: everything queued
+    /// before it is at least that fresh. Only the [`RealFifo`](crate::RealFifo)
+    /// queues it (client-go's `Bookmark` delta, emitted by its in-order FIFO only): a
+    /// DeltaFIFO regroups events per key, so no point in it is "everything before".
+    Bookmark,
 }
 
 /// An object that was deleted, but whose final state is unknown because the deletion
@@ -139,6 +144,8 @@ pub enum Delta<K> {
     Replaced(Arc<K>),
     /// See [`DeltaType::Sync`].
     Sync(Arc<K>),
+    /// See [`DeltaType::Bookmark`]: the resourceVersion reached.
+    Bookmark(Arc<str>),
 }
 
 impl<K> Clone for Delta<K> {
@@ -149,6 +156,7 @@ impl<K> Clone for Delta<K> {
             Self::Deleted(d) => Self::Deleted(d.clone()),
             Self::Replaced(o) => Self::Replaced(o.clone()),
             Self::Sync(o) => Self::Sync(o.clone()),
+            Self::Bookmark(rv) => Self::Bookmark(rv.clone()),
         }
     }
 }
@@ -162,6 +170,7 @@ impl<K> Delta<K> {
             Self::Deleted(_) => DeltaType::Deleted,
             Self::Replaced(_) => DeltaType::Replaced,
             Self::Sync(_) => DeltaType::Sync,
+            Self::Bookmark(_) => DeltaType::Bookmark,
         }
     }
 
@@ -170,6 +179,7 @@ impl<K> Delta<K> {
         match self {
             Self::Added(o) | Self::Updated(o) | Self::Replaced(o) | Self::Sync(o) => Some(o),
             Self::Deleted(d) => d.object(),
+            Self::Bookmark(_) => None,
         }
     }
 }

@@ -102,6 +102,16 @@ impl<K: Resource + Send + Sync + 'static> InformerQueue<K> {
         forward!(self, fifo => fifo.finish_replace(replacement))
     }
 
+    /// The source reached `resource_version`: queued in order by a [`RealFifo`]
+    /// (see [`RealFifo::bookmark`]); ignored by a [`DeltaFifo`], which regroups events
+    /// per key and so has no point where "everything before" holds (client-go emits
+    /// bookmarks from its in-order FIFO only).
+    pub fn bookmark(&self, resource_version: &str) {
+        if let Self::Real(fifo) = self {
+            fifo.bookmark(resource_version);
+        }
+    }
+
     /// Queues resyncs for known objects with nothing queued.
     pub fn resync(&self) {
         forward!(self, fifo => fifo.resync())
@@ -114,6 +124,27 @@ impl<K: Resource + Send + Sync + 'static> InformerQueue<K> {
         process: impl FnOnce(&Arc<str>, Vec<Delta<K>>, bool) -> R,
     ) -> Option<R> {
         forward!(self, fifo => fifo.pop(process).await)
+    }
+
+    /// Pops up to `max` entries under the queue's lock and hands them over as
+    /// `(key, delta)` pairs in order: a [`RealFifo`] batch of distinct keys
+    /// ([`RealFifo::pop_batch`], client-go's `InOrderInformersBatchProcess`), or one
+    /// key's deltas from a [`DeltaFifo`]. `None` once closed and empty.
+    pub async fn pop_batch<R>(
+        &self,
+        max: usize,
+        process: impl FnOnce(Vec<(Arc<str>, Delta<K>)>, bool) -> R,
+    ) -> Option<R> {
+        match self {
+            Self::Real(fifo) => fifo.pop_batch(max, process).await,
+            Self::Delta(fifo) => {
+                fifo.pop(|key, deltas, initial| {
+                    let batch = deltas.into_iter().map(|d| (key.clone(), d)).collect();
+                    process(batch, initial)
+                })
+                .await
+            }
+        }
     }
 
     /// Whether the initial list has been popped.

@@ -51,11 +51,21 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     fn on_delete(&self, obj: &DeletedObject<K>) {
         let _ = obj;
     }
+    /// The informer's cache has caught up with `resource_version`: every add, update
+    /// and delete up to that version has already been delivered to this handler
+    /// (KEP-5647's `BookmarkFunc`). Called after each list and each watch BOOKMARK,
+    /// with the in-order [`RealFifo`](crate::RealFifo) only (the default queue). A
+    /// controller that remembers the resourceVersion of its own writes can use it to
+    /// know when its cache has seen them.
+    fn on_bookmark(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
 type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
+type BookmarkFn = Box<dyn Fn(&str) + Send + Sync>;
 
 /// An [`EventHandler`] built from closures: client-go's `ResourceEventHandlerFuncs`.
 ///
@@ -72,6 +82,7 @@ pub struct EventHandlerFuncs<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
     delete: Option<DeleteFn<K>>,
+    bookmark: Option<BookmarkFn>,
 }
 
 impl<K> Default for EventHandlerFuncs<K> {
@@ -80,6 +91,7 @@ impl<K> Default for EventHandlerFuncs<K> {
             add: None,
             update: None,
             delete: None,
+            bookmark: None,
         }
     }
 }
@@ -90,6 +102,7 @@ impl<K> fmt::Debug for EventHandlerFuncs<K> {
             .field("add", &self.add.is_some())
             .field("update", &self.update.is_some())
             .field("delete", &self.delete.is_some())
+            .field("bookmark", &self.bookmark.is_some())
             .finish()
     }
 }
@@ -117,6 +130,12 @@ impl<K> EventHandlerFuncs<K> {
         self.delete = Some(Box::new(f));
         self
     }
+
+    /// Calls `f(resource_version)` on bookmarks (see [`EventHandler::on_bookmark`]).
+    pub fn on_bookmark(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.bookmark = Some(Box::new(f));
+        self
+    }
 }
 
 impl<K: Send + Sync + 'static> EventHandler<K> for EventHandlerFuncs<K> {
@@ -135,6 +154,11 @@ impl<K: Send + Sync + 'static> EventHandler<K> for EventHandlerFuncs<K> {
             f(obj);
         }
     }
+    fn on_bookmark(&self, resource_version: &str) {
+        if let Some(f) = &self.bookmark {
+            f(resource_version);
+        }
+    }
 }
 
 /// One notification for one handler.
@@ -148,6 +172,7 @@ pub(crate) enum Notification<K> {
         new: Arc<K>,
     },
     Delete(DeletedObject<K>),
+    Bookmark(Arc<str>),
 }
 
 impl<K> Clone for Notification<K> {
@@ -165,6 +190,7 @@ impl<K> Clone for Notification<K> {
                 new: new.clone(),
             },
             Self::Delete(d) => Self::Delete(d.clone()),
+            Self::Bookmark(rv) => Self::Bookmark(rv.clone()),
         }
     }
 }
@@ -281,6 +307,7 @@ fn run<K: Send + Sync + 'static>(
             } => handler.on_add(obj, *is_in_initial_list),
             Notification::Update { old, new } => handler.on_update(old, new),
             Notification::Delete(obj) => handler.on_delete(obj),
+            Notification::Bookmark(rv) => handler.on_bookmark(rv),
         }));
         if result.is_err() {
             tracing::error!(informer = %name, "event handler panicked; the event was skipped");

@@ -146,6 +146,23 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self.queue_event(obj, |obj| Delta::Deleted(DeletedObject::Object(obj)))
     }
 
+    /// Queues a bookmark: the source has reached `resource_version` (a watch
+    /// `BOOKMARK`, or the end of a list). It travels in order with the events, so
+    /// when the consumer pops it every event before it has been applied: client-go's
+    /// `RealFIFO.Bookmark`, which feeds the store's `LastStoreSyncResourceVersion`.
+    /// Its key is empty; it never becomes a tombstone or a resync.
+    pub fn bookmark(&self, resource_version: &str) {
+        if resource_version.is_empty() {
+            return;
+        }
+        let mut st = self.state.lock();
+        self.push(
+            &mut st,
+            Arc::from(""),
+            Delta::Bookmark(resource_version.into()),
+        );
+    }
+
     /// Replaces the contents with a full list: `Replaced` for every listed object,
     /// a tombstone for every key queued or known but not listed. The one-shot form of
     /// [`begin_replace`](Self::begin_replace) / [`replace_page`](Self::replace_page) /
@@ -187,7 +204,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         // The last queued event of every key, in first-queued order.
         let mut order: Vec<Arc<str>> = Vec::new();
         let mut last: HashMap<Arc<str>, &Delta<K>> = HashMap::new();
-        for (key, delta) in &st.items {
+        for (key, delta) in st.items.iter().filter(|(_, d)| !is_bookmark(d)) {
             if last.insert(key.clone(), delta).is_none() {
                 order.push(key.clone());
             }
@@ -234,7 +251,12 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     /// deliver after the newer one).
     pub fn resync(&self) {
         let mut st = self.state.lock();
-        let queued: HashSet<Arc<str>> = st.items.iter().map(|(key, _)| key.clone()).collect();
+        let queued: HashSet<Arc<str>> = st
+            .items
+            .iter()
+            .filter(|(_, d)| !is_bookmark(d))
+            .map(|(key, _)| key.clone())
+            .collect();
         for key in self.known_objects.list_keys() {
             if queued.contains(key.as_str()) {
                 continue;
@@ -330,7 +352,8 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self.ready.notify_waiters();
     }
 
-    /// Number of queued events (not keys: one key can have several).
+    /// Number of queued entries: events (not keys: one key can have several) and
+    /// bookmarks.
     pub fn len(&self) -> usize {
         self.state.lock().items.len()
     }
@@ -340,13 +363,19 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self.len() == 0
     }
 
-    /// The keys of the queued events, in order, one per event (for tests).
+    /// The keys of the queued events, in order, one per event; bookmarks are not
+    /// listed (for tests).
     pub fn list_keys(&self) -> Vec<String> {
         self.state
             .lock()
             .items
             .iter()
+            .filter(|(_, d)| !is_bookmark(d))
             .map(|(k, _)| k.to_string())
             .collect()
     }
+}
+
+fn is_bookmark<K>(delta: &Delta<K>) -> bool {
+    matches!(delta, Delta::Bookmark(_))
 }

@@ -28,6 +28,12 @@
 //!   misbehaving server can never cause a tight loop.
 //! * The loop stops when its [`CancellationToken`] is cancelled.
 //!
+//! Every BOOKMARK, and the resourceVersion of every finished list, is also handed to
+//! the queue ([`InformerQueue::bookmark`](crate::InformerQueue::bookmark)): a
+//! [`RealFifo`](crate::RealFifo) carries it in order behind the events, so the
+//! informer can tell how fresh its cache is (client-go 1.36's
+//! `LastStoreSyncResourceVersion`, KEP-5647).
+//!
 //! # Which resourceVersion the first list uses, and why
 //!
 //! Every list (the first one and every relist) asks for resourceVersion `""`: the
@@ -403,6 +409,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         if let Err(e) = self.store.finish_replace(replacement) {
             tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
         }
+        // Behind the list in the queue: once popped, the cache holds the list.
+        self.store.bookmark(&list_rv);
         self.set_resource_version(&list_rv);
         tracing::debug!(reflector = %self.name, count, rv = %list_rv, "listed");
         Ok(count)
@@ -447,6 +455,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     (obj.meta().resource_version.clone(), self.store.delete(obj))
                 }
                 WatchEvent::Bookmark(bookmark) => {
+                    self.store.bookmark(&bookmark.metadata.resource_version);
                     (Some(bookmark.metadata.resource_version), Ok(()))
                 }
                 WatchEvent::Error(status) => {

@@ -35,13 +35,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::{Delta, DeltaFifo, TransformFunc};
+use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
 use crate::error::{Error, Result};
 use crate::informer_queue::{InformerQueue, QueueKind};
 use crate::lister::Lister;
 use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
-use crate::real_fifo::RealFifo;
+use crate::real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 use crate::reflector::{BackoffConfig, Reflector};
 use crate::store::{Indexer, Indexers};
 
@@ -104,6 +104,9 @@ struct Inner<K> {
     backoff: Mutex<BackoffConfig>,
     watch_list: AtomicBool,
     queue_kind: Mutex<QueueKind>,
+    /// Whether the running queue is the in-order RealFIFO: only then do the store's
+    /// resourceVersion and the bookmarks mean "everything up to here".
+    in_order: AtomicBool,
     started: AtomicBool,
 }
 
@@ -112,13 +115,25 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
         *self.synced.borrow()
     }
 
-    /// Applies one key's deltas to the indexer and distributes them: client-go's
-    /// `processDeltas`. Runs under the FIFO's lock (inside `pop`). Every delta of one
-    /// pop belongs to `key`, the FIFO's own `Arc<str>`, which the indexer shares.
-    fn handle_deltas(&self, key: &Arc<str>, deltas: Vec<Delta<K>>, is_in_initial_list: bool) {
+    /// Applies a batch of deltas to the indexer, in order, and distributes them:
+    /// client-go's `processDeltas` / `processDeltasInBatch`. Runs under the FIFO's
+    /// lock (inside `pop_batch`), holding the processor's lock once for the whole
+    /// batch. Keys are the FIFO's own `Arc<str>`, which the indexer shares.
+    fn handle_batch(&self, batch: Vec<(Arc<str>, Delta<K>)>, is_in_initial_list: bool) {
         let processor = self.processor.lock();
-        for delta in deltas {
+        let in_order = self.in_order.load(Ordering::Relaxed);
+        for (key, delta) in batch {
+            // A watch event's resourceVersion is a point the cache has now reached
+            // (events arrive in resourceVersion order). A list's objects are not in
+            // that order: the bookmark queued behind the list says where it ends.
+            if in_order && let Some(rv) = watch_event_resource_version(&delta) {
+                self.indexer.bookmark(rv);
+            }
             match delta {
+                Delta::Bookmark(rv) => {
+                    self.indexer.bookmark(rv.clone());
+                    processor.distribute(Notification::Bookmark(rv), false);
+                }
                 Delta::Added(obj)
                 | Delta::Updated(obj)
                 | Delta::Replaced(obj)
@@ -138,7 +153,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                     }
                 },
                 Delta::Deleted(deleted) => {
-                    self.indexer.delete(key);
+                    self.indexer.delete(&key);
                     processor.distribute(Notification::Delete(deleted), false);
                 }
             }
@@ -256,6 +271,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 backoff: Mutex::new(BackoffConfig::default()),
                 watch_list: AtomicBool::new(true),
                 queue_kind: Mutex::new(QueueKind::default()),
+                in_order: AtomicBool::new(false),
                 started: AtomicBool::new(false),
                 synced: watch::Sender::new(false),
             }),
@@ -293,6 +309,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                     obj,
                     is_in_initial_list: true,
                 });
+            }
+            // The snapshot is as fresh as the cache: say so, as a bookmark would.
+            let rv = self.inner.indexer.last_store_sync_resource_version();
+            if let (true, Some(rv)) = (self.inner.in_order.load(Ordering::SeqCst), rv) {
+                listener.add(Notification::Bookmark(rv));
             }
         }
         let tracker = listener.tracker.clone();
@@ -383,6 +404,17 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
+    /// The resourceVersion the cache has caught up with: every change up to it has
+    /// been applied to the indexer and handed to the handlers (client-go 1.36's
+    /// `LastStoreSyncResourceVersion`). Unlike
+    /// [`last_sync_resource_version`](Self::last_sync_resource_version), which is
+    /// what the reflector has *received*, events still queued are not counted.
+    /// `None` before the first list is applied, and with a
+    /// [`QueueKind::DeltaFifo`] (see [`Indexer::last_store_sync_resource_version`]).
+    pub fn last_store_sync_resource_version(&self) -> Option<Arc<str>> {
+        self.inner.indexer.last_store_sync_resource_version()
+    }
+
     /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first.
     /// client-go's `WaitForCacheSync`, which polls every 100 ms; this one is woken by
     /// the DeltaFIFO the moment the last object of the initial list is applied.
@@ -404,7 +436,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         let transform = self.inner.transform.lock().clone();
         let known = Arc::new(self.inner.indexer.clone());
         let synced = self.inner.synced.clone();
-        let fifo: Arc<InformerQueue<K>> = Arc::new(match *self.inner.queue_kind.lock() {
+        let kind = *self.inner.queue_kind.lock();
+        self.inner
+            .in_order
+            .store(kind == QueueKind::RealFifo, Ordering::SeqCst);
+        let fifo: Arc<InformerQueue<K>> = Arc::new(match kind {
             QueueKind::DeltaFifo => DeltaFifo::new(Some(known), transform)
                 .with_synced_signal(synced)
                 .into(),
@@ -436,7 +472,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         loop {
             let popped = tokio::select! {
                 _ = cancel.cancelled() => break,
-                popped = fifo.pop(|key, deltas, initial| self.inner.handle_deltas(key, deltas, initial)) => popped,
+                popped = fifo.pop_batch(DEFAULT_BATCH_SIZE, |batch, initial| self.inner.handle_batch(batch, initial)) => popped,
             };
             if popped.is_none() {
                 break;
@@ -449,6 +485,17 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         // buffered and end.
         self.inner.processor.lock().listeners.clear();
     }
+}
+
+/// The resourceVersion of a delta that came from a watch event (`ADDED`,
+/// `MODIFIED`, `DELETED`), not from a list, a resync or a tombstone.
+fn watch_event_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
+    let obj = match delta {
+        Delta::Added(obj) | Delta::Updated(obj) => obj,
+        Delta::Deleted(DeletedObject::Object(obj)) => obj,
+        _ => return None,
+    };
+    obj.meta().resource_version.as_deref()
 }
 
 /// Periodically asks which handlers are due for a resync and, if any, queues `Sync`

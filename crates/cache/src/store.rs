@@ -88,6 +88,9 @@ struct State<K> {
     indexers: Indexers<K>,
     /// index name -> indexed value -> keys.
     indices: HashMap<String, HashMap<String, HashSet<Arc<str>>>>,
+    /// The resourceVersion the contents have caught up with (see
+    /// [`Indexer::last_store_sync_resource_version`]).
+    resource_version: Option<Arc<str>>,
 }
 
 impl<K> State<K> {
@@ -199,6 +202,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
                 items: HashMap::new(),
                 indexers,
                 indices: HashMap::new(),
+                resource_version: None,
             })),
         }
     }
@@ -264,6 +268,25 @@ impl<K: Send + Sync + 'static> Indexer<K> {
         for (key, obj) in entries {
             st.index_add(&key, &obj);
         }
+    }
+
+    /// Records that the contents have caught up with `resource_version`: client-go's
+    /// `Store.Bookmark`. The informer calls it, in order, for every watch event and
+    /// bookmark it applies from a [`RealFifo`](crate::RealFifo).
+    pub fn bookmark(&self, resource_version: impl Into<Arc<str>>) {
+        self.state.write().resource_version = Some(resource_version.into());
+    }
+
+    /// The resourceVersion the contents have caught up with: every change the API
+    /// server made up to it is in the store (client-go 1.36's
+    /// `LastStoreSyncResourceVersion`, KEP-5647). `None` before the informer applied
+    /// its first list, and always with a [`DeltaFifo`](crate::DeltaFifo), which
+    /// regroups events per key so no such point exists (client-go likewise answers
+    /// `""` unless its in-order FIFO is on).
+    ///
+    /// Resource versions are opaque strings; compare them only as the API allows.
+    pub fn last_store_sync_resource_version(&self) -> Option<Arc<str>> {
+        self.state.read().resource_version.clone()
     }
 
     /// The object under `key`.

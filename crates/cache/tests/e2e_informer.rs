@@ -476,3 +476,78 @@ async fn a_real_api_server_restart_mid_run_is_survived_and_the_cache_converges()
     task.await?;
     Ok(())
 }
+
+/// Read-your-writes on a real server: once the store's version reaches the version of
+/// our own write, the cache holds that write (KEP-5647's premise). The comparison
+/// parses versions as integers, which etcd-backed servers hand out; KEP-5504 (1.35)
+/// makes that comparison official.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_version_catches_up_with_our_own_write() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("cache-fresh").await?;
+    let api: Api<ConfigMap> = Api::namespaced(env.client().clone(), env.namespace());
+    let informer = common::new_informer(
+        "configmaps",
+        Arc::new(ApiListerWatcher::new(api.clone())),
+        Duration::ZERO,
+    );
+    let bookmarks = Arc::new(Mutex::new(Vec::<u64>::new()));
+    informer.add_event_handler(EventHandlerFuncs::new().on_bookmark({
+        let bookmarks = bookmarks.clone();
+        move |rv: &str| {
+            bookmarks
+                .lock()
+                .push(rv.parse().expect("an integer version"))
+        }
+    }));
+    let (stop, task) = spawn_informer(&informer);
+    assert!(informer.wait_for_cache_sync(&stop).await);
+    let in_order = common::queue_kind() == cache::QueueKind::RealFifo;
+    let store_rv = || {
+        informer
+            .last_store_sync_resource_version()
+            .map(|rv| rv.parse::<u64>().expect("an integer version"))
+    };
+
+    let written = api
+        .create(&PostParams::default(), &config_map("mine", "1"))
+        .await?;
+    let written_rv: u64 = written.metadata.resource_version.unwrap().parse()?;
+    if in_order {
+        wait_for("store at our write", Duration::from_secs(30), || async {
+            let rv = store_rv().unwrap_or(0);
+            Ok::<_, anyhow::Error>(Check::ready_if(
+                rv >= written_rv,
+                (),
+                format!("store at {rv}"),
+            ))
+        })
+        .await?;
+        // The point of the version: reaching it means the write is readable.
+        let cached = informer
+            .indexer()
+            .get_by_key(&format!("{}/mine", env.namespace()));
+        assert_eq!(
+            cached.and_then(|c| c.metadata.resource_version.clone()),
+            Some(written_rv.to_string())
+        );
+        // The initial list ended with a bookmark at the list's version.
+        let seen = bookmarks.lock().clone();
+        assert!(
+            !seen.is_empty() && seen[0] < written_rv,
+            "{seen:?} vs {written_rv}"
+        );
+    } else {
+        wait_for("mine cached", Duration::from_secs(30), || async {
+            let cached = informer
+                .indexer()
+                .contains_key(&format!("{}/mine", env.namespace()));
+            Ok::<_, anyhow::Error>(Check::ready_if(cached, (), "not yet"))
+        })
+        .await?;
+        assert_eq!(store_rv(), None, "no store version on the DeltaFIFO");
+        assert!(bookmarks.lock().is_empty(), "no bookmarks on the DeltaFIFO");
+    }
+    stop.cancel();
+    task.await?;
+    Ok(())
+}

@@ -19,9 +19,12 @@ fn describe(key: &str, delta: &Delta<ConfigMap>, initial: bool) -> Event {
     (
         key.to_string(),
         delta.delta_type(),
-        delta
-            .object()
-            .and_then(|o| o.metadata.resource_version.clone()),
+        match delta {
+            Delta::Bookmark(rv) => Some(rv.to_string()),
+            _ => delta
+                .object()
+                .and_then(|o| o.metadata.resource_version.clone()),
+        },
         initial,
     )
 }
@@ -218,4 +221,43 @@ async fn close_ends_pop_once_drained() {
     fifo.close();
     assert!(fifo.pop(|_, _, _| ()).await.is_some());
     assert!(fifo.pop(|_, _, _| ()).await.is_none());
+}
+
+#[tokio::test]
+async fn bookmarks_travel_in_order_and_are_never_mistaken_for_objects() {
+    let known = Indexer::new();
+    known.add("default/old", Arc::new(cm("old", "1")));
+    let fifo = fifo_with(&known);
+    fifo.replace(vec![cm("a", "2")]).unwrap();
+    fifo.bookmark("10"); // the reflector queues the list's version behind it
+    fifo.add(cm("b", "11")).unwrap();
+    fifo.bookmark("12");
+    fifo.bookmark(""); // no version: nothing to say
+    assert_eq!(
+        fifo.list_keys(),
+        ["default/a", "default/old", "default/b"],
+        "bookmarks are not keyed events"
+    );
+    // A relist while bookmarks are queued: no tombstone for the bookmarks' empty key.
+    fifo.replace(vec![cm("a", "2"), cm("b", "11")]).unwrap();
+    let mut popped = Vec::new();
+    while !fifo.is_empty() {
+        popped.extend(pop_batch(&fifo, 100).await);
+    }
+    let types: Vec<_> = popped
+        .iter()
+        .map(|e| (e.0.as_str(), e.1, e.2.as_deref()))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("default/a", DeltaType::Replaced, Some("2")),
+            ("default/old", DeltaType::Deleted, Some("1")),
+            ("", DeltaType::Bookmark, Some("10")),
+            ("default/b", DeltaType::Added, Some("11")),
+            ("", DeltaType::Bookmark, Some("12")),
+            ("default/a", DeltaType::Replaced, Some("2")),
+            ("default/b", DeltaType::Replaced, Some("11")),
+        ]
+    );
 }

@@ -115,6 +115,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         if let Err(e) = self.store.finish_replace(replacement) {
                             tracing::warn!(reflector = %self.name, error = %e, "streaming list contained objects that cannot be keyed; skipped them");
                         }
+                        self.store.bookmark(&bookmark.metadata.resource_version);
                         self.set_resource_version(&bookmark.metadata.resource_version);
                         tracing::debug!(reflector = %self.name, count, rv = %bookmark.metadata.resource_version, "listed (streaming)");
                         return WatchList::Synced { stream, count };

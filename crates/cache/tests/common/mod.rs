@@ -13,13 +13,23 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 /// What a handler saw, as short strings: "add a 1 initial", "update a 1->2",
-/// "delete default/a tombstone".
+/// "delete default/a tombstone", and with [`Recorder::with_bookmarks`] "bookmark 10".
 #[derive(Clone, Default)]
-pub struct Recorder(Arc<Mutex<Vec<String>>>);
+pub struct Recorder {
+    events: Arc<Mutex<Vec<String>>>,
+    bookmarks: bool,
+}
 
 impl Recorder {
+    /// A recorder that also records bookmarks.
+    pub fn with_bookmarks() -> Self {
+        Self {
+            bookmarks: true,
+            ..Self::default()
+        }
+    }
     pub fn events(&self) -> Vec<String> {
-        self.0.lock().clone()
+        self.events.lock().clone()
     }
 }
 
@@ -34,13 +44,15 @@ fn describe(obj: &ConfigMap) -> String {
 impl EventHandler<ConfigMap> for Recorder {
     fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
         let tag = if initial { " initial" } else { "" };
-        self.0.lock().push(format!("add {}{tag}", describe(obj)));
+        self.events
+            .lock()
+            .push(format!("add {}{tag}", describe(obj)));
     }
     fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
         let old_rv = old.metadata.resource_version.as_deref().unwrap_or("?");
         let name = new.metadata.name.as_deref().unwrap_or("?");
         let new_rv = new.metadata.resource_version.as_deref().unwrap_or("?");
-        self.0
+        self.events
             .lock()
             .push(format!("update {name} {old_rv}->{new_rv}"));
     }
@@ -49,7 +61,14 @@ impl EventHandler<ConfigMap> for Recorder {
             DeletedObject::Object(o) => describe(o),
             DeletedObject::Tombstone(t) => format!("{} tombstone", t.key),
         };
-        self.0.lock().push(format!("delete {what}"));
+        self.events.lock().push(format!("delete {what}"));
+    }
+    fn on_bookmark(&self, resource_version: &str) {
+        if self.bookmarks {
+            self.events
+                .lock()
+                .push(format!("bookmark {resource_version}"));
+        }
     }
 }
 

@@ -1,0 +1,185 @@
+//! How fresh is the cache? The store's resourceVersion
+//! (`last_store_sync_resource_version`, client-go 1.36's `LastStoreSyncResourceVersion`)
+//! and the bookmarks handlers receive (KEP-5647's `BookmarkFunc`), against a scripted
+//! source with paused time.
+//!
+//! Both exist only on the in-order RealFIFO, the default: hack/test.sh also runs this
+//! suite on the DeltaFIFO (`CACHE_TEST_QUEUE=delta`), where every test checks the
+//! other half of the contract: no store version and no bookmark, ever, since a queue
+//! that regroups events per key has no point where "everything before" holds.
+
+use std::time::Duration;
+
+use cache::QueueKind;
+use cache::testing::{ScriptedListerWatcher, bookmark, config_map as cm, gone, initial_events_end};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::WatchEvent;
+
+mod common;
+use common::{Recorder, Running, delivered, eventually, queue_kind};
+
+fn in_order() -> bool {
+    queue_kind() == QueueKind::RealFifo
+}
+
+/// The store's version as a plain string ("" for none).
+fn store_rv(r: &Running) -> String {
+    r.informer
+        .last_store_sync_resource_version()
+        .map(|rv| rv.to_string())
+        .unwrap_or_default()
+}
+
+/// `events` without the bookmarks, which only the RealFIFO delivers.
+fn expect(events: &[&str]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| in_order() || !e.starts_with("bookmark"))
+        .map(|e| e.to_string())
+        .collect()
+}
+
+fn start(lw: ScriptedListerWatcher<ConfigMap>) -> (Running, Recorder) {
+    let rec = Recorder::with_bookmarks();
+    (common::start(lw, Some(rec.clone()), Duration::ZERO), rec)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_store_version_follows_what_was_applied_and_bookmarks_follow_the_events_before_them() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "2")], "10");
+    let watch = lw.push_watch_channel();
+    let (r, rec) = start(lw);
+    assert!(r.informer.wait_for_cache_sync(&r.stop).await);
+    let want = expect(&["add a 1 initial", "add b 2 initial", "bookmark 10"]);
+    delivered("the initial list", || rec.events().len() == want.len()).await;
+    assert_eq!(rec.events(), want);
+    if in_order() {
+        // The bookmark queued behind the list: the list's version, not an object's.
+        eventually("store at the list's version", || store_rv(&r) == "10").await;
+    }
+
+    watch.send(Ok(WatchEvent::Added(cm("c", "11")))).unwrap();
+    eventually("c cached", || r.keys().len() == 3).await;
+    assert_eq!(store_rv(&r), if in_order() { "11" } else { "" });
+
+    watch.send(Ok(WatchEvent::Modified(cm("a", "12")))).unwrap();
+    watch.send(Ok(bookmark("20"))).unwrap();
+    watch.send(Ok(WatchEvent::Deleted(cm("b", "21")))).unwrap();
+    let want = expect(&[
+        "add a 1 initial",
+        "add b 2 initial",
+        "bookmark 10",
+        "add c 11",
+        "update a 1->12",
+        "bookmark 20",
+        "delete b 21",
+    ]);
+    delivered("every event", || rec.events().len() == want.len()).await;
+    assert_eq!(rec.events(), want);
+    assert_eq!(store_rv(&r), if in_order() { "21" } else { "" });
+    // What the reflector received, whatever the queue: client-go's
+    // LastSyncResourceVersion.
+    assert_eq!(r.informer.last_sync_resource_version(), "21");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_relist_the_store_reaches_the_new_version_only_behind_its_tombstones() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("keep", "1"), cm("vanish", "2")], "10");
+    lw.push_watch(vec![Err(gone())], false);
+    lw.push_list_items(vec![cm("keep", "1"), cm("born", "25")], "30");
+    let (r, rec) = start(lw);
+    let want = expect(&[
+        "add keep 1 initial",
+        "add vanish 2 initial",
+        "bookmark 10",
+        "delete default/vanish tombstone",
+        "add born 25",
+        "bookmark 30",
+    ]);
+    delivered("the relist", || rec.events().len() >= want.len()).await;
+    let mut events = rec.events();
+    // The relist delivers `keep` again as a sync (same version): not to this handler.
+    events.retain(|e| !e.starts_with("update keep"));
+    // Per key in order; with the RealFIFO in list order, tombstones after the list.
+    if in_order() {
+        assert_eq!(
+            events,
+            expect(&[
+                "add keep 1 initial",
+                "add vanish 2 initial",
+                "bookmark 10",
+                "add born 25",
+                "delete default/vanish tombstone",
+                "bookmark 30",
+            ])
+        );
+        assert_eq!(store_rv(&r), "30");
+    } else {
+        let mut sorted = events.clone();
+        sorted.sort();
+        let mut want = want;
+        want.sort();
+        assert_eq!(sorted, want);
+        assert_eq!(store_rv(&r), "");
+    }
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_ends_with_a_bookmark_at_its_end_version() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_watch_list(
+        vec![
+            Ok(WatchEvent::Added(cm("a", "1"))),
+            Ok(WatchEvent::Added(cm("b", "2"))),
+            Ok(initial_events_end("40")),
+        ],
+        false,
+    );
+    let (r, rec) = start(lw);
+    assert!(r.informer.wait_for_cache_sync(&r.stop).await);
+    let want = expect(&["add a 1 initial", "add b 2 initial", "bookmark 40"]);
+    delivered("the stream", || rec.events().len() == want.len()).await;
+    assert_eq!(rec.events(), want);
+    assert_eq!(store_rv(&r), if in_order() { "40" } else { "" });
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_registered_late_gets_a_bookmark_right_after_its_snapshot() {
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1")], "10");
+    let watch = lw.push_watch_channel();
+    let (r, _) = start(lw);
+    assert!(r.informer.wait_for_cache_sync(&r.stop).await);
+    watch.send(Ok(WatchEvent::Added(cm("b", "11")))).unwrap();
+    eventually("b cached", || r.keys().len() == 2).await;
+
+    let late = Recorder::with_bookmarks();
+    let registration = r.informer.add_event_handler(late.clone());
+    let want_tail = expect(&["bookmark 11"]);
+    delivered("the snapshot and its bookmark", || {
+        registration.has_synced() && late.events().len() == 2 + want_tail.len()
+    })
+    .await;
+    let mut events = late.events();
+    let tail = events.split_off(2);
+    events.sort(); // a snapshot of the cache: no order
+    assert_eq!(events, ["add a 1 initial", "add b 11 initial"]);
+    assert_eq!(tail, want_tail);
+
+    // A bookmark carries no object: a handler that ignores it is not bothered.
+    let ignores = Recorder::default();
+    r.informer.add_event_handler(ignores.clone());
+    watch.send(Ok(bookmark("50"))).unwrap();
+    delivered("the late handler's bookmark", || {
+        late.events().len() == 2 + expect(&["bookmark 11", "bookmark 50"]).len()
+    })
+    .await;
+    delivered("the snapshot", || ignores.events().len() == 2).await;
+    assert!(ignores.events().iter().all(|e| e.starts_with("add")));
+    r.stop().await;
+}
