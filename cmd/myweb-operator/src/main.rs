@@ -64,8 +64,11 @@ mod tests {
         assert_eq!(cli.manager.run.namespace, None);
         assert_eq!(cli.manager.run.workers, 2);
         assert!(!cli.manager.leader_election.leader_elect);
+        assert_eq!(cli.manager.events_api, controller::EventsApi::EventsV1);
         let cli = Cli::try_parse_from([
             "myweb-operator",
+            "--events-api",
+            "core/v1",
             "--namespace",
             "web",
             "--workers",
@@ -76,5 +79,6 @@ mod tests {
         assert_eq!(cli.manager.run.namespace.as_deref(), Some("web"));
         assert_eq!(cli.manager.run.workers, 4);
         assert!(cli.manager.leader_election.leader_elect);
+        assert_eq!(cli.manager.events_api, controller::EventsApi::CoreV1);
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! sample-controller --kubeconfig ~/.kube/config --workers 2 --leader-elect
+//! sample-controller --events-api core/v1   # core/v1 Events instead of events.k8s.io/v1
 //! ```
 
 use std::sync::Arc;
@@ -53,4 +54,22 @@ async fn main() -> anyhow::Result<()> {
         .context("sample-controller")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use controller::EventsApi;
+
+    #[test]
+    fn events_api_flag() {
+        let cli = Cli::try_parse_from(["sample-controller"]).unwrap();
+        assert_eq!(cli.manager.events_api, EventsApi::EventsV1);
+        let cli = Cli::try_parse_from(["sample-controller", "--events-api", "core/v1"]).unwrap();
+        assert_eq!(cli.manager.events_api, EventsApi::CoreV1);
+        let cli =
+            Cli::try_parse_from(["sample-controller", "--events-api", "events.k8s.io/v1"]).unwrap();
+        assert_eq!(cli.manager.events_api, EventsApi::EventsV1);
+        assert!(Cli::try_parse_from(["sample-controller", "--events-api", "v2"]).is_err());
+    }
 }

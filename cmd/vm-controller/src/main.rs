@@ -128,8 +128,11 @@ mod tests {
         assert_eq!(cli.usage_period, Duration::from_secs(20));
         assert_eq!(cli.state_dir, PathBuf::from("/var/lib/vm-controller"));
         assert_eq!(cli.manager.run.namespace, None);
+        assert_eq!(cli.manager.events_api, controller::EventsApi::EventsV1);
         let cli = Cli::try_parse_from([
             "vm-controller",
+            "--events-api",
+            "core/v1",
             "--vm-driver",
             "fake",
             "--usage-period",
@@ -147,6 +150,7 @@ mod tests {
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert_eq!(cli.manager.run.namespace.as_deref(), Some("ns"));
         assert_eq!(cli.manager.run.workers, 4);
+        assert_eq!(cli.manager.events_api, controller::EventsApi::CoreV1);
     }
 
     #[test]

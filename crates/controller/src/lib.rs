@@ -90,7 +90,7 @@ pub use controller::{
 };
 pub use error::{ApiError, Error, Result};
 pub use logging::{LogFormat, init_logging};
-pub use manager::{Manager, ManagerArgs, ManagerError};
+pub use manager::{EventsApi, Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
 pub use signals::setup_signal_handler;

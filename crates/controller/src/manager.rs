@@ -2,9 +2,10 @@
 //! or the body of kube-controller-manager's `Run`.
 //!
 //! [`Manager::new`] builds the shared parts from the flags ([`ManagerArgs`]): a
-//! throttled client, the shared informer factory, the Event broadcaster and recorder,
-//! the Prometheus metrics (installed process-wide, so queues, reflectors and the sync
-//! loop report into them) and the health checks. [`Manager::run`] then:
+//! throttled client, the shared informer factory, the Event broadcaster and recorder
+//! (for the Events API `--events-api` selects, see [`EventsApi`]), the Prometheus
+//! metrics (installed process-wide, so queues, reflectors and the sync loop report
+//! into them) and the health checks. [`Manager::run`] then:
 //!
 //! 1. serves `/metrics` and `/healthz` + `/readyz`;
 //! 2. starts the informers at once - also on a standby replica, so its cache is warm and
@@ -24,7 +25,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use cache::SharedInformerFactory;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use leaderelection::{
     LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity, hostname,
 };
@@ -40,7 +41,43 @@ use crate::throttle::ThrottleStats;
 /// How long shutdown waits for queued Events to be written.
 pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Every flag a controller binary shares: client, run, leader election, serving.
+/// Which Events API the process writes (`--events-api`). Controllers do not care:
+/// they hold one [`EventRecorder`] either way; this only picks the broadcaster
+/// behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum EventsApi {
+    /// events.k8s.io/v1 Events with an `EventSeries` (client-go's `tools/events`,
+    /// [`record::events`]): what kube-scheduler and controller-runtime's
+    /// `GetEventRecorder` write, shown by `kubectl events` as `(x20 over 2m)`, and
+    /// the only API that keeps an Event's `action` and `related` object. The
+    /// default.
+    #[default]
+    #[value(name = "events.k8s.io/v1")]
+    EventsV1,
+    /// core/v1 Events with `count` / `lastTimestamp` (client-go's `tools/record`,
+    /// [`record::EventBroadcaster`]): for tools that still read those fields.
+    #[value(name = "core/v1")]
+    CoreV1,
+}
+
+impl EventsApi {
+    /// The flag value: `events.k8s.io/v1` or `core/v1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventsApi::EventsV1 => "events.k8s.io/v1",
+            EventsApi::CoreV1 => "core/v1",
+        }
+    }
+}
+
+impl std::fmt::Display for EventsApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Every flag a controller binary shares: client, run, leader election, serving,
+/// Events.
 #[derive(Debug, Clone, Args)]
 pub struct ManagerArgs {
     /// API server connection and client-side throttling.
@@ -55,6 +92,55 @@ pub struct ManagerArgs {
     /// `--metrics-bind-address`, `--health-probe-bind-address`.
     #[command(flatten)]
     pub serving: ServingArgs,
+    /// Which API to write Events with: events.k8s.io/v1 (EventSeries; what current
+    /// client-go controllers write) or core/v1 (count, lastTimestamp; client-go's
+    /// tools/record). Both need RBAC for `events` in their API group
+    /// (deploy/*/rbac.yaml grants both).
+    #[arg(long, env = "EVENTS_API", value_enum, default_value_t = EventsApi::EventsV1, value_name = "API")]
+    pub events_api: EventsApi,
+}
+
+/// The Event broadcaster of the API chosen, behind the one recorder type.
+#[derive(Debug)]
+enum Events {
+    CoreV1(EventBroadcaster),
+    EventsV1(record::events::EventBroadcaster),
+}
+
+impl Events {
+    /// Starts writing Events with `client` and returns the recorder for them:
+    /// reporting controller `name`, instance from this host's name (the Pod's name
+    /// in a cluster): `source.host` for core/v1, `<name>-<host>` for events.k8s.io.
+    fn start(
+        api: EventsApi,
+        client: &kube::Client,
+        name: &str,
+    ) -> Result<(Self, EventRecorder), record::BroadcasterError> {
+        let host = hostname().unwrap_or_default();
+        Ok(match api {
+            EventsApi::CoreV1 => {
+                let events = EventBroadcaster::new(BroadcasterOptions::default());
+                events.start_recording_to_sink(client.clone())?;
+                let recorder = events.new_recorder(name, host);
+                (Self::CoreV1(events), recorder)
+            }
+            EventsApi::EventsV1 => {
+                let events = record::events::EventBroadcaster::default();
+                events.start_recording_to_sink(client.clone())?;
+                let recorder = events.new_recorder(name, host);
+                (Self::EventsV1(events), recorder)
+            }
+        })
+    }
+
+    /// Flushes queued Events (and unwritten series counts), waiting at most
+    /// `timeout`; `false` if that was not enough.
+    async fn shutdown(&self, timeout: Duration) -> bool {
+        match self {
+            Self::CoreV1(events) => events.shutdown(timeout).await,
+            Self::EventsV1(events) => events.shutdown(timeout).await,
+        }
+    }
 }
 
 /// Why a manager could not start or stopped abnormally.
@@ -88,7 +174,7 @@ pub struct Manager {
     client: kube::Client,
     throttle: std::sync::Arc<ThrottleStats>,
     factory: SharedInformerFactory,
-    events: EventBroadcaster,
+    events: Events,
     recorder: EventRecorder,
     metrics: Metrics,
     health: Health,
@@ -104,8 +190,8 @@ impl std::fmt::Debug for Manager {
 }
 
 impl Manager {
-    /// Builds the client, factory, Event recorder (source component `name`), metrics
-    /// and health checks from `args`.
+    /// Builds the client, factory, Event recorder (reporting controller `name`, for
+    /// the API of `--events-api`), metrics and health checks from `args`.
     pub async fn new(name: impl Into<String>, args: ManagerArgs) -> Result<Self, ManagerError> {
         let name = name.into();
         // Install the metrics first: queues and informers pick the provider up when
@@ -117,10 +203,8 @@ impl Manager {
         let (client, throttle) = args.client.client_with_stats().await?;
         throttle.register(&metrics.registry);
         let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period);
-        let events = EventBroadcaster::new(BroadcasterOptions::default());
-        events.start_recording_to_sink(client.clone())?;
-        // The Events' `source.host`: the Pod's name in a cluster.
-        let recorder = events.new_recorder(name.clone(), hostname().unwrap_or_default());
+        let (events, recorder) = Events::start(args.events_api, &client, &name)?;
+        info!(events_api = %args.events_api, "recording Events");
         Ok(Self {
             name,
             args,
@@ -317,4 +401,93 @@ fn pod_namespace() -> String {
         .map(|ns| ns.trim().to_string())
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| "default".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeApi;
+    use clap::{CommandFactory, Parser};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use record::EventType;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        manager: ManagerArgs,
+    }
+
+    #[test]
+    fn events_api_flag_defaults_to_events_k8s_io() {
+        let cli = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(cli.manager.events_api, EventsApi::EventsV1);
+        for (value, api) in [
+            ("core/v1", EventsApi::CoreV1),
+            ("events.k8s.io/v1", EventsApi::EventsV1),
+        ] {
+            let cli = Cli::try_parse_from(["x", "--events-api", value]).unwrap();
+            assert_eq!(cli.manager.events_api, api);
+            assert_eq!(api.to_string(), value);
+        }
+        let err = Cli::try_parse_from(["x", "--events-api", "v1"])
+            .err()
+            .expect("rejected")
+            .to_string();
+        assert!(
+            err.contains("events.k8s.io/v1") && err.contains("core/v1"),
+            "{err}"
+        );
+        // The environment fallback, as every other flag has.
+        let command = Cli::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == "events_api")
+            .unwrap();
+        assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some("EVENTS_API"));
+    }
+
+    /// Records one Event through the pipeline `api` selects and returns the
+    /// request the API saw.
+    async fn first_event_write(api: EventsApi) -> crate::testing::ApiAction {
+        let fake = FakeApi::new();
+        let (events, recorder) = Events::start(api, &fake.client(), "demo-controller").unwrap();
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("cm".into());
+        cm.metadata.namespace = Some("ns".into());
+        recorder.event(&cm, EventType::Normal, "Synced", "synced");
+        assert!(events.shutdown(Duration::from_secs(5)).await);
+        let actions = fake.actions();
+        assert_eq!(actions.len(), 1, "{actions:?}");
+        actions[0].clone()
+    }
+
+    #[tokio::test]
+    async fn the_flag_picks_the_events_api_behind_the_one_recorder() {
+        let write = first_event_write(EventsApi::EventsV1).await;
+        assert_eq!(
+            (
+                write.verb.as_str(),
+                write.group.as_str(),
+                write.version.as_str()
+            ),
+            ("create", "events.k8s.io", "v1")
+        );
+        let body = write.body.unwrap();
+        assert_eq!(body["reportingController"], "demo-controller");
+        assert_eq!(body["action"], "Synced");
+        assert_eq!(body["note"], "synced");
+
+        let write = first_event_write(EventsApi::CoreV1).await;
+        assert_eq!(
+            (
+                write.verb.as_str(),
+                write.group.as_str(),
+                write.version.as_str()
+            ),
+            ("create", "", "v1")
+        );
+        let body = write.body.unwrap();
+        assert_eq!(body["source"]["component"], "demo-controller");
+        assert_eq!(body["message"], "synced");
+    }
 }

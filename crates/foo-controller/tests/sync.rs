@@ -69,7 +69,7 @@ fn foo(name: &str, deployment: &str, replicas: i32, available: Option<i32>) -> F
 fn owned_deployment(foo: &Foo, replicas: i32, available: i32) -> Deployment {
     let mut d = new_deployment(foo).unwrap();
     d.metadata.resource_version = Some("42".into());
-    d.spec.as_mut().unwrap().replicas = Some(replicas);
+    d.spec.replicas = Some(replicas);
     d.status = Some(DeploymentStatus {
         available_replicas: Some(available),
         ..DeploymentStatus::default()

@@ -224,7 +224,6 @@ mod tests {
             deployment(web)
                 .unwrap()
                 .spec
-                .unwrap()
                 .template
                 .metadata
                 .unwrap()
@@ -242,7 +241,7 @@ mod tests {
     #[test]
     fn the_deployment_serves_the_config_map_with_the_image() {
         let d = deployment(&web()).unwrap();
-        let spec = d.spec.unwrap();
+        let spec = d.spec;
         assert_eq!(spec.replicas, Some(REPLICAS));
         let template_labels = spec.template.metadata.unwrap().labels.unwrap();
         assert_eq!(spec.selector.match_labels.unwrap(), template_labels);

@@ -120,10 +120,10 @@ mod tests {
         let mut d = Deployment::default();
         d.metadata.name = Some("site".into());
         d.metadata.generation = Some(generation);
-        d.spec = Some(DeploymentSpec {
+        d.spec = DeploymentSpec {
             replicas: Some(1),
             ..Default::default()
-        });
+        };
         d.status = Some(DeploymentStatus {
             observed_generation: Some(observed),
             updated_replicas: Some(updated),

@@ -91,7 +91,7 @@ pub enum BroadcasterError {
 #[derive(Debug)]
 pub struct EventBroadcaster {
     options: BroadcasterOptions,
-    queue: Arc<EventQueue>,
+    queue: Arc<EventQueue<Event>>,
     rx: Mutex<Option<mpsc::Receiver<Event>>>,
     shutdown_tx: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,

@@ -5,7 +5,10 @@
 //! `"<Type> <Reason> <message>"` (for example
 //! `"Warning ErrResourceExists Resource \"x\" already exists"`) and keeps them in
 //! order. Turn it into an [`EventRecorder`] with `.into()` and give that to the
-//! controller: the controller's code is the same in production and in tests.
+//! controller: the controller's code is the same in production and in tests,
+//! whichever Event API production writes. [`EventRecorder::eventf`] gives the
+//! same string (`action` and `related` are not part of it, as in client-go's
+//! non-verbose `tools/events` fake).
 //!
 //! Deviation: client-go's fake writes into a buffered channel and *blocks* when it
 //! is full; this one appends to a list, which tests read with
@@ -105,11 +108,29 @@ mod tests {
             ..ObjectReference::default()
         };
         recorder.event_ref(&reference, EventType::Normal, "Synced", "synced");
+        recorder.eventf(
+            &ConfigMap::default(),
+            Some(&reference),
+            EventType::Normal,
+            "Adopted",
+            "Adopt",
+            "adopted",
+        );
+        recorder.eventf_ref(
+            &reference,
+            None,
+            EventType::Warning,
+            "Failed",
+            "Sync",
+            "boom",
+        );
         assert_eq!(
             fake.take_events(),
             [
                 "Warning ErrResourceExists Resource \"x\" already exists involvedObject{kind=ConfigMap,apiVersion=v1}",
                 "Normal Synced synced involvedObject{kind=Foo,apiVersion=samplecontroller.k8s.io/v1alpha1}",
+                "Normal Adopted adopted involvedObject{kind=ConfigMap,apiVersion=v1}",
+                "Warning Failed boom involvedObject{kind=Foo,apiVersion=samplecontroller.k8s.io/v1alpha1}",
             ]
         );
         assert!(fake.events().is_empty());

@@ -1,5 +1,6 @@
-//! client-go's `tools/record` in Rust: the event recorder, broadcaster and
-//! correlator that put `Events` on the objects a controller manages.
+//! client-go's `tools/record` and `tools/events` in Rust: the event recorder,
+//! broadcasters, correlator and series that put `Events` on the objects a
+//! controller manages.
 //!
 //! When a controller does something worth telling a human (it created a
 //! Deployment, it refuses to adopt one it does not own), it records an **Event**
@@ -8,7 +9,10 @@
 //! never slow down or break reconciliation, and a controller stuck in a retry loop
 //! must not flood the API server with them. That is what this crate is about.
 //!
-//! # The pipeline
+//! # The core/v1 pipeline (`tools/record`)
+//!
+//! The events.k8s.io/v1 pipeline (`tools/events`) is the [`events`] module; see
+//! [below](#two-event-apis-corev1-and-eventsk8siov1) for the choice.
 //!
 //! ```text
 //!  sync_handler ──recorder.event(&foo, Warning, "ErrResourceExists", msg)──┐
@@ -44,21 +48,39 @@
 //! For unit tests, [`FakeRecorder`] ([`fake`]) turns an [`EventRecorder`] into a
 //! list of `"Warning Reason message"` strings.
 //!
-//! # Why core/v1 Events (and not events.k8s.io/v1)
+//! # Two Event APIs: core/v1 and events.k8s.io/v1
 //!
-//! Kubernetes has two Event APIs over the same storage. This crate writes
-//! **core/v1 `Event`** (`/api/v1/namespaces/{ns}/events`), because that is what
-//! client-go's `tools/record` writes and what almost every controller uses today:
-//! kube-controller-manager's controllers, sample-controller, and
-//! controller-runtime's `mgr.GetEventRecorderFor` (a `tools/record` recorder).
-//! `kubectl describe` and `kubectl get events` show both kinds, but the fields this
-//! crate fills (`source`, `count`, `firstTimestamp`, `lastTimestamp`, `message`)
-//! are the columns they were built around. The newer **events.k8s.io/v1** API
-//! (client-go's `tools/events`) renames them (`reportingController`, `note`,
-//! `regarding`), adds `action`, `related` and `eventTime` (microseconds), and
-//! replaces `count` by an `EventSeries` heartbeat every 6 minutes. Switching is a
-//! change of the [`EventSink`] (and of the dedupe bookkeeping the sink maps onto
-//! series): recorders, queue, correlator and controllers stay as they are.
+//! Kubernetes serves Events through two APIs over the same storage, and this
+//! crate writes either, behind one [`EventRecorder`]:
+//!
+//! * **core/v1 `Event`** (`/api/v1/namespaces/{ns}/events`), written by
+//!   client-go's `tools/record` ([`EventBroadcaster`], this module's pipeline):
+//!   `involvedObject`, `source`, `message`, and repeats counted in `count` /
+//!   `firstTimestamp` / `lastTimestamp`, patched on every repeat (subject to the
+//!   correlator's aggregation and spam filter). Still what most of
+//!   kube-controller-manager and older controller-runtime versions write.
+//! * **events.k8s.io/v1 `Event`** (`/apis/events.k8s.io/v1/...`), written by
+//!   client-go's `tools/events` ([`events::EventBroadcaster`]): `regarding`,
+//!   optional `related`, `reportingController` / `reportingInstance`, a
+//!   required machine-readable `action`, `note`, `eventTime` in microseconds,
+//!   and repeats folded into an `EventSeries {count, lastObservedTime}`. The
+//!   server validates it strictly (every field but `series` is immutable).
+//!
+//! `kubectl describe`, `kubectl get events` and `kubectl events` show both (the
+//! API server converts between them). **The binaries default to
+//! events.k8s.io/v1** (`--events-api events.k8s.io/v1`): it is what current
+//! client-go controllers write (kube-scheduler, and controller-runtime's
+//! `mgr.GetEventRecorder` since v0.23, which deprecated the `tools/record`
+//! recorder); `kubectl events` prints its series as `5s (x20 over 2m)` from
+//! `eventTime` and `series`; and it keeps the `action` and `related` a
+//! controller passes to [`EventRecorder::eventf`]. `--events-api core/v1`
+//! selects the `tools/record` pipeline, for tools that still read `count` /
+//! `lastTimestamp`.
+//!
+//! One behaviour differs on purpose from client-go's `tools/events`: it writes
+//! a series' count only at a 30-minute heartbeat, so `kubectl events` can lag
+//! by half an hour; ours patches a changed series about a second after the
+//! repeat (see [`events`]).
 //!
 //! # Example
 //!
@@ -124,6 +146,7 @@ pub mod clock;
 pub mod correlator;
 pub mod event;
 pub mod event_logger;
+pub mod events;
 pub mod fake;
 pub mod lru;
 pub mod recorder;

@@ -11,6 +11,31 @@
 //! and a warning is logged at most once every 10 seconds so the log is not spammed
 //! either. client-go makes the same choice (`ActionOrDrop` with `DropIfChannelFull`).
 //!
+//! # One recorder, two Event APIs
+//!
+//! The same [`EventRecorder`] feeds either pipeline; which one is decided when
+//! the broadcaster is built, never by the controller:
+//!
+//! * from [`crate::EventBroadcaster::new_recorder`] it writes **core/v1** Events
+//!   (client-go's `tools/record`);
+//! * from [`crate::events::EventBroadcaster::new_recorder`] it writes
+//!   **events.k8s.io/v1** Events (client-go's `tools/events`).
+//!
+//! Two methods cover both APIs' vocabularies:
+//!
+//! * [`EventRecorder::event`] is `tools/record`'s `Event(obj, type, reason,
+//!   message)`. events.k8s.io/v1 also requires an `action` (what the controller
+//!   did or failed to do); client-go has no adapter in this direction (its
+//!   `EventRecorderAdapter` goes the other way and simply drops `action` and
+//!   `related`), so we choose **`action = reason`**: it is never empty (the API
+//!   server rejects an empty action), it is machine-readable like an action
+//!   must be, and it keeps the isomorphic key as selective as the reason.
+//! * [`EventRecorder::eventf`] is `tools/events`' `Eventf(regarding, related,
+//!   type, reason, action, note)` (without the printf: pass a `format!`ed
+//!   note). On the core/v1 pipeline `action` and `related` are dropped, exactly
+//!   as client-go's `EventRecorderAdapter` does, so a controller can use it
+//!   whichever API the binary was started with.
+//!
 //! [`EventRecorder`] is also what unit tests use: built from a
 //! [`FakeRecorder`] it collects `"Warning Reason message"`
 //! strings instead, so controllers hold one type in production and in tests.
@@ -20,7 +45,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
 use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
@@ -28,20 +53,22 @@ use tokio::time::Instant;
 
 use crate::clock::Clock;
 use crate::event::{EventType, make_event, object_reference};
+use crate::events::recorder::EventsRecorder;
 use crate::fake::FakeRecorder;
 
 /// How often at most the "dropped events" warning is logged.
 const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The sending side of the broadcaster's queue, shared by all its recorders.
-pub(crate) struct EventQueue {
-    pub(crate) tx: mpsc::Sender<Event>,
+/// The sending side of a broadcaster's queue, shared by all its recorders. `T`
+/// is the Event type of the pipeline (core/v1 or events.k8s.io/v1).
+pub(crate) struct EventQueue<T> {
+    pub(crate) tx: mpsc::Sender<T>,
     dropped: AtomicU64,
     last_drop_log: Mutex<Option<Instant>>,
 }
 
-impl EventQueue {
-    pub(crate) fn new(tx: mpsc::Sender<Event>) -> Self {
+impl<T> EventQueue<T> {
+    pub(crate) fn new(tx: mpsc::Sender<T>) -> Self {
         Self {
             tx,
             dropped: AtomicU64::new(0),
@@ -54,7 +81,7 @@ impl EventQueue {
     }
 
     /// Queues `event` or drops it; never waits.
-    fn offer(&self, event: Event) {
+    pub(crate) fn offer(&self, event: T) {
         let Err(err) = self.tx.try_send(event) else {
             return;
         };
@@ -77,7 +104,7 @@ impl EventQueue {
     }
 }
 
-impl std::fmt::Debug for EventQueue {
+impl<T> std::fmt::Debug for EventQueue<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
             .field("queued", &(self.tx.max_capacity() - self.tx.capacity()))
@@ -89,13 +116,16 @@ impl std::fmt::Debug for EventQueue {
 /// The real recorder's state: the source it stamps and the queue it feeds.
 pub(crate) struct BroadcastRecorder {
     pub(crate) source: EventSource,
-    pub(crate) queue: Arc<EventQueue>,
+    pub(crate) queue: Arc<EventQueue<k8s_openapi::api::core::v1::Event>>,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
 #[derive(Clone)]
 enum Inner {
+    /// core/v1 (`tools/record`).
     Broadcast(Arc<BroadcastRecorder>),
+    /// events.k8s.io/v1 (`tools/events`).
+    EventsV1(Arc<EventsRecorder>),
     Fake(FakeRecorder),
 }
 
@@ -112,6 +142,12 @@ impl fmt::Debug for EventRecorder {
             Inner::Broadcast(r) => f
                 .debug_struct("EventRecorder")
                 .field("source", &r.source)
+                .field("dropped_events", &r.queue.dropped())
+                .finish_non_exhaustive(),
+            Inner::EventsV1(r) => f
+                .debug_struct("EventRecorder")
+                .field("api", &"events.k8s.io/v1")
+                .field("reporter", &r.reporter)
                 .field("dropped_events", &r.queue.dropped())
                 .finish_non_exhaustive(),
             Inner::Fake(fake) => f.debug_tuple("EventRecorder").field(fake).finish(),
@@ -134,9 +170,18 @@ impl EventRecorder {
         }
     }
 
+    pub(crate) fn events_v1(recorder: EventsRecorder) -> Self {
+        Self {
+            inner: Inner::EventsV1(Arc::new(recorder)),
+        }
+    }
+
     /// Records an event about `obj` (client-go's `Event`): `reason` is a short
     /// UpperCamelCase word programs can switch on (`ErrResourceExists`,
     /// `Synced`); `message` is for humans. The Event goes into `obj`'s namespace.
+    ///
+    /// On the events.k8s.io/v1 pipeline the `action` is the `reason` (see the
+    /// [module docs](self)); use [`eventf`](Self::eventf) to name it.
     pub fn event<K: Resource<DynamicType = ()>>(
         &self,
         obj: &K,
@@ -145,15 +190,13 @@ impl EventRecorder {
         message: impl Into<String>,
     ) {
         match &self.inner {
-            Inner::Broadcast(_) => {
-                self.event_ref(&object_reference(obj), event_type, reason, message)
-            }
             Inner::Fake(fake) => fake.write_event(
                 Some((&K::kind(&()), &K::api_version(&()))),
                 event_type,
                 &reason.into(),
                 &message.into(),
             ),
+            _ => self.event_ref(&object_reference(obj), event_type, reason, message),
         }
     }
 
@@ -166,38 +209,94 @@ impl EventRecorder {
         reason: impl Into<String>,
         message: impl Into<String>,
     ) {
+        let reason = reason.into();
+        // `action = reason`: see the module docs.
+        let action = reason.clone();
+        self.eventf_ref(reference, None, event_type, reason, action, message);
+    }
+
+    /// Records an event about `regarding` with an explicit `action` and an
+    /// optional `related` object (client-go `tools/events`' `Eventf(regarding,
+    /// related, eventtype, reason, action, note)`).
+    ///
+    /// `action` is what the controller did or failed to do to `regarding`
+    /// (`Adopt`, `CreateDeployment`, `Scale`); `reason` why (`ErrResourceExists`);
+    /// `related` a second object involved (the Deployment a Foo's controller
+    /// created). An empty `action` is replaced by `reason` (the API server
+    /// rejects an empty one). The core/v1 pipeline ignores `action` and
+    /// `related`, as client-go's `EventRecorderAdapter` does.
+    pub fn eventf<K: Resource<DynamicType = ()>>(
+        &self,
+        regarding: &K,
+        related: Option<&ObjectReference>,
+        event_type: EventType,
+        reason: impl Into<String>,
+        action: impl Into<String>,
+        note: impl Into<String>,
+    ) {
         match &self.inner {
+            Inner::Fake(fake) => fake.write_event(
+                Some((&K::kind(&()), &K::api_version(&()))),
+                event_type,
+                &reason.into(),
+                &note.into(),
+            ),
+            _ => self.eventf_ref(
+                &object_reference(regarding),
+                related,
+                event_type,
+                reason,
+                action,
+                note,
+            ),
+        }
+    }
+
+    /// [`eventf`](Self::eventf) about the object `regarding` points to.
+    pub fn eventf_ref(
+        &self,
+        regarding: &ObjectReference,
+        related: Option<&ObjectReference>,
+        event_type: EventType,
+        reason: impl Into<String>,
+        action: impl Into<String>,
+        note: impl Into<String>,
+    ) {
+        let (reason, note) = (reason.into(), note.into());
+        match &self.inner {
+            Inner::Fake(fake) => fake.write_event(
+                Some((
+                    regarding.kind.as_deref().unwrap_or_default(),
+                    regarding.api_version.as_deref().unwrap_or_default(),
+                )),
+                event_type,
+                &reason,
+                &note,
+            ),
             Inner::Broadcast(r) => {
-                let (reason, message) = (reason.into(), message.into());
-                if reference.name.as_deref().unwrap_or_default().is_empty() {
-                    tracing::error!(
-                        ?reference,
-                        %event_type,
-                        %reason,
-                        %message,
-                        "could not construct reference: the object has no name; will not report event"
-                    );
+                if !has_name(regarding, event_type, &reason, &note) {
                     return;
                 }
                 let event = make_event(
-                    reference.clone(),
+                    regarding.clone(),
                     &r.source,
                     event_type,
                     reason,
-                    message,
+                    note,
                     r.clock.wall_now(),
                 );
                 r.queue.offer(event);
             }
-            Inner::Fake(fake) => fake.write_event(
-                Some((
-                    reference.kind.as_deref().unwrap_or_default(),
-                    reference.api_version.as_deref().unwrap_or_default(),
-                )),
-                event_type,
-                &reason.into(),
-                &message.into(),
-            ),
+            Inner::EventsV1(r) => {
+                if !has_name(regarding, event_type, &reason, &note) {
+                    return;
+                }
+                let mut action = action.into();
+                if action.is_empty() {
+                    action.clone_from(&reason);
+                }
+                r.record(regarding, related, event_type, reason, action, note);
+            }
         }
     }
 
@@ -205,7 +304,24 @@ impl EventRecorder {
     pub fn dropped_events(&self) -> u64 {
         match &self.inner {
             Inner::Broadcast(r) => r.queue.dropped(),
+            Inner::EventsV1(r) => r.queue.dropped(),
             Inner::Fake(_) => 0,
         }
     }
+}
+
+/// Whether `regarding` names an object; logs the dropped event when not (an
+/// Event needs a name to be about, and its own name is derived from it).
+fn has_name(regarding: &ObjectReference, event_type: EventType, reason: &str, note: &str) -> bool {
+    let named = !regarding.name.as_deref().unwrap_or_default().is_empty();
+    if !named {
+        tracing::error!(
+            ?regarding,
+            %event_type,
+            %reason,
+            message = %note,
+            "could not construct reference: the object has no name; will not report event"
+        );
+    }
+    named
 }

@@ -61,7 +61,7 @@ async fn readyz_flips_after_sync_and_metrics_show_the_work() -> anyhow::Result<(
                     ..Default::default()
                 },
                 role_ref: RoleRef {
-                    api_group: "rbac.authorization.k8s.io".into(),
+                    api_group: Some("rbac.authorization.k8s.io".into()),
                     kind: "ClusterRole".into(),
                     name: "sample-controller".into(),
                 },

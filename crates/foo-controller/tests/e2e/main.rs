@@ -103,7 +103,7 @@ pub async fn wait_for_deployment(
     let seen = |d: &Deployment| {
         format!(
             "replicas={:?} available={:?} owners={:?}",
-            d.spec.as_ref().and_then(|s| s.replicas),
+            d.spec.replicas,
             d.status.as_ref().and_then(|s| s.available_replicas),
             d.metadata.owner_references.as_ref().map(|o| o.len()),
         )

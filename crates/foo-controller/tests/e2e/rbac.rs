@@ -56,7 +56,7 @@ async fn the_shipped_rbac_is_enough_to_run_the_controller() -> anyhow::Result<()
         &env,
         "rbac-deploy",
         "Deployment scaled as the ServiceAccount",
-        |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2),
+        |d| d.spec.replicas == Some(2),
     )
     .await?; // deployments update
     wait_for_event(&env, "rbac", "Synced").await?; // events create

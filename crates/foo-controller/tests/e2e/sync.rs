@@ -35,11 +35,9 @@ async fn foo_gets_an_owned_deployment_that_follows_replicas_and_reports_availabi
         ),
         ("Foo", Some(true), Some(true))
     );
-    assert_eq!(d.spec.as_ref().unwrap().replicas, Some(1));
+    assert_eq!(d.spec.replicas, Some(1));
     let labels = d
         .spec
-        .as_ref()
-        .unwrap()
         .template
         .metadata
         .as_ref()
@@ -67,7 +65,7 @@ async fn foo_gets_an_owned_deployment_that_follows_replicas_and_reports_availabi
         &env,
         "web-deploy",
         "Deployment web-deploy scaled to 3",
-        |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(3),
+        |d| d.spec.replicas == Some(3),
     )
     .await?;
     wait_for_available(&env, "web", 3).await?;
@@ -96,7 +94,7 @@ async fn a_deleted_deployment_is_recreated() -> anyhow::Result<()> {
         d.metadata.uid != first.metadata.uid && owned_by_foo(d, &foo)
     })
     .await?;
-    assert_eq!(second.spec.as_ref().unwrap().replicas, Some(2));
+    assert_eq!(second.spec.replicas, Some(2));
     Ok(())
 }
 
@@ -166,7 +164,7 @@ async fn a_foreign_deployment_gets_a_warning_and_is_left_alone() -> anyhow::Resu
         "modified by us: {managers:?}"
     );
     assert!(now.metadata.owner_references.is_none());
-    assert_eq!(now.spec.unwrap().replicas, Some(1));
+    assert_eq!(now.spec.replicas, Some(1));
     Ok(())
 }
 

@@ -93,17 +93,17 @@ async fn a_scaled_deployment_is_scaled_back() -> anyhow::Result<()> {
     let name = "scaled";
     let web = create_web(&env, name, "nginx", ports::DRIFT_DEPLOYMENT, "<p>one</p>").await?;
     let (_, first, _) = wait_for_objects(&env, &web).await?;
-    assert_eq!(first.spec.as_ref().and_then(|s| s.replicas), Some(1));
+    assert_eq!(first.spec.replicas, Some(1));
 
     // `kubectl scale --replicas=3`, as another field manager.
     let scale = serde_json::json!({"spec": {"replicas": 3}});
     let scaled = api::<Deployment>(&env)
         .patch(name, &as_manager("kubectl-scale"), &Patch::Merge(&scale))
         .await?;
-    assert_eq!(scaled.spec.as_ref().and_then(|s| s.replicas), Some(3));
+    assert_eq!(scaled.spec.replicas, Some(3));
 
     let back = wait_for_object::<Deployment>(&env, name, "Deployment back at 1 replica", |d| {
-        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+        d.spec.replicas == Some(1)
     })
     .await?;
     assert_eq!(back.metadata.uid, first.metadata.uid);

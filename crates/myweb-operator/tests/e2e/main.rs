@@ -337,7 +337,6 @@ pub async fn wait_for_event(env: &TestEnv, name: &str, reason: &str) -> anyhow::
 pub fn template_annotation(deployment: &Deployment, key: &str) -> Option<String> {
     deployment
         .spec
-        .as_ref()?
         .template
         .metadata
         .as_ref()?
@@ -351,7 +350,6 @@ pub fn template_annotation(deployment: &Deployment, key: &str) -> Option<String>
 pub fn image_of(deployment: &Deployment) -> Option<String> {
     deployment
         .spec
-        .as_ref()?
         .template
         .spec
         .as_ref()?

@@ -20,7 +20,11 @@ async fn readyz_and_version() -> anyhow::Result<()> {
     let version = env.client().apiserver_version().await?;
     let selected = testenv::selected_kubernetes_version()?;
     assert_eq!(version.git_version, selected, "{version:?}");
-    let minor = selected.trim_start_matches("v1.").split('.').next().unwrap();
+    let minor = selected
+        .trim_start_matches("v1.")
+        .split('.')
+        .next()
+        .unwrap();
     assert_eq!(
         (version.major.as_str(), version.minor.as_str()),
         ("1", minor),
