@@ -17,13 +17,14 @@
 #
 # Implementations (informer-sync-bench sync --impl ...):
 #   ours                    crates/cache SharedIndexInformer with its defaults (a streaming
-#                           list, sendInitialEvents, falling back to paged lists), no
-#                           handlers; timed until wait_for_cache_sync returns (woken, not polled)
+#                           list, sendInitialEvents, falling back to paged lists; the in-order
+#                           RealFIFO popped in batches), no handlers; timed until
+#                           wait_for_cache_sync returns (woken, not polled)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
 #   ours-paged              ours with set_watch_list(false): most-recent list in pages of
 #                           500 (each page queued as it arrives, one page of read-ahead)
-#   ours-realfifo           ours with set_queue_kind(RealFifo): client-go's in-order queue
-#                           instead of the DeltaFIFO (not in IMPLS by default)
+#   ours-deltafifo          ours with set_queue_kind(DeltaFifo): the classic per-key queue
+#                           instead of the RealFIFO (not in IMPLS by default)
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
 #                           most-recent list in pages of 500; timed until wait_until_ready
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
@@ -130,7 +131,7 @@ def ms(x):
 def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}"
 
-impls = ["ours", "ours-transform", "ours-paged", "ours-realfifo", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
+impls = ["ours", "ours-transform", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform", "kube-runtime-streaming"]
 sizes = sorted({s for s, _ in runs})
 print("| objects | implementation | sync ms | client CPU ms | apiserver CPU ms | etcd CPU ms | peak RSS MiB | RSS after sync MiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -153,7 +154,7 @@ print("|---|---|---:|---|---:|---:|")
 for s in sizes:
     for a, b in [("ours", "kube-runtime"), ("ours-transform", "kube-runtime-transform"),
                  ("ours", "kube-runtime-streaming"), ("ours-paged", "kube-runtime"),
-                 ("ours-realfifo", "ours"), ("ours-realfifo", "kube-runtime")]:
+                 ("ours", "ours-deltafifo"), ("ours-deltafifo", "kube-runtime")]:
         if (s, a) in runs and (s, b) in runs:
             rr = per_round(s, a, b, "sync_ms")
             rounds = " ".join(f"{x:.2f}" for x in rr)

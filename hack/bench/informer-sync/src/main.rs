@@ -62,9 +62,9 @@ enum Impl {
     /// Ours with set_watch_list(false): always paged lists (500 per page, one page
     /// of read-ahead).
     OursPaged,
-    /// Ours with set_queue_kind(RealFifo): client-go's in-order queue instead of the
-    /// DeltaFIFO.
-    OursRealfifo,
+    /// Ours with set_queue_kind(DeltaFifo): the classic per-key queue instead of the
+    /// default in-order RealFIFO.
+    OursDeltafifo,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
     /// (most recent) list, 500 per page, as ours lists.
     KubeRuntime,
@@ -72,7 +72,7 @@ enum Impl {
     /// before the store.
     KubeRuntimeTransform,
     /// kube-runtime with `streaming_lists()`: the initial list as a watch with
-    /// sendInitialEvents=true (the WatchList feature, on by default in 1.34 servers).
+    /// sendInitialEvents=true (the WatchList feature, on by default since 1.34 servers).
     KubeRuntimeStreaming,
 }
 
@@ -82,7 +82,7 @@ impl Impl {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
             Impl::OursPaged => "ours-paged",
-            Impl::OursRealfifo => "ours-realfifo",
+            Impl::OursDeltafifo => "ours-deltafifo",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
             Impl::KubeRuntimeStreaming => "kube-runtime-streaming",
@@ -243,12 +243,12 @@ async fn sync(
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform | Impl::OursPaged | Impl::OursRealfifo => {
+        Impl::Ours | Impl::OursTransform | Impl::OursPaged | Impl::OursDeltafifo => {
             let lister_watcher = Arc::new(cache::ApiListerWatcher::new(api));
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
             informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
-            if matches!(implementation, Impl::OursRealfifo) {
-                informer.set_queue_kind(cache::QueueKind::RealFifo);
+            if matches!(implementation, Impl::OursDeltafifo) {
+                informer.set_queue_kind(cache::QueueKind::DeltaFifo);
             }
             if matches!(implementation, Impl::OursTransform) {
                 informer
