@@ -42,7 +42,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::correlator::{CorrelatorOptions, EventCorrelateResult, EventCorrelator};
-use crate::recorder::{BroadcastRecorder, EventQueue, EventRecorder};
+use crate::queue::EventQueue;
+use crate::recorder::{BroadcastRecorder, EventRecorder};
 use crate::sink::{EventSink, SinkError};
 
 /// client-go's `maxQueuedEvents`.

@@ -149,6 +149,7 @@ pub mod event_logger;
 pub mod events;
 pub mod fake;
 pub mod lru;
+mod queue;
 pub mod recorder;
 pub mod sink;
 pub mod spam_filter;

@@ -56,7 +56,8 @@ use crate::broadcaster::{
     BroadcasterError, DEFAULT_SLEEP_DURATION, MAX_QUEUED_EVENTS, MAX_TRIES_PER_EVENT,
 };
 use crate::clock::{Clock, RealClock};
-use crate::recorder::{EventQueue, EventRecorder};
+use crate::queue::EventQueue;
+use crate::recorder::EventRecorder;
 
 /// Settings of an events.k8s.io/v1 [`EventBroadcaster`]; [`Default`] is
 /// client-go's, plus our 1-second flush delay.

@@ -14,7 +14,7 @@ use k8s_openapi::api::events::v1::Event;
 use super::event::{Occurrence, Reporter, make_event};
 use crate::clock::Clock;
 use crate::event::EventType;
-use crate::recorder::EventQueue;
+use crate::queue::EventQueue;
 
 /// A recorder's state: who reports, the queue it feeds, its clock.
 pub(crate) struct EventsRecorder {
