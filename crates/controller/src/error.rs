@@ -95,4 +95,11 @@ impl ApiError {
     pub fn is_not_found(&self) -> bool {
         self.status_code() == Some(404)
     }
+
+    /// 422 Unprocessable Entity (`Invalid`): the server's validation refused the
+    /// object. For an object a controller builds from a user's spec, that is the
+    /// user's error to fix, not a reason to retry.
+    pub fn is_invalid(&self) -> bool {
+        self.status_code() == Some(422)
+    }
 }

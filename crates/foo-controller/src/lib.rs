@@ -29,6 +29,6 @@ pub use deployment::{NGINX_IMAGE, new_deployment};
 pub use error::{Error, Result};
 pub use handlers::{DeploymentHandler, FooHandler};
 pub use sync::{
-    ERR_DEPLOYMENT_NAME_MISSING, ERR_RESOURCE_EXISTS, FIELD_MANAGER, FooSyncer,
-    MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
+    ERR_DEPLOYMENT_NAME_MISSING, ERR_INVALID_DEPLOYMENT, ERR_RESOURCE_EXISTS, FIELD_MANAGER,
+    FooSyncer, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
 };

@@ -8,7 +8,11 @@
 //!    garbage collector removes its Deployment through the owner reference.
 //! 2. An empty `spec.deploymentName` can never work: report it (a Warning Event the
 //!    user sees in `kubectl describe foo`) and stop, without retrying.
-//! 3. Read the Deployment from its lister; missing -> create it.
+//! 3. Read the Deployment from its lister; missing -> create it. Better: when the API
+//!    server refuses the Deployment as invalid (422: a `deploymentName` such as
+//!    `Bad_Name!`), that is the user's to fix: a Warning Event naming
+//!    `spec.deploymentName` and the server's reason, and no retry (editing the Foo
+//!    enqueues it again). sample-controller retries it forever with only a log line.
 //! 4. A Deployment of that name that this Foo does not control is someone else's:
 //!    Warning Event `ErrResourceExists`, return an error (retried with backoff), and
 //!    never modify it.
@@ -46,6 +50,9 @@ pub const MESSAGE_RESOURCE_SYNCED: &str = "Foo synced successfully";
 pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 /// Event reason when a Foo has no `spec.deploymentName`.
 pub const ERR_DEPLOYMENT_NAME_MISSING: &str = "ErrDeploymentNameMissing";
+/// Event reason when the API server refuses the Deployment built from the Foo's spec
+/// as invalid (for example a `spec.deploymentName` that is not a valid name).
+pub const ERR_INVALID_DEPLOYMENT: &str = "ErrInvalidDeployment";
 
 /// What [`FooSyncer::sync`] reads and writes with: the listers of the two informers,
 /// a client for writes, and the event recorder.
@@ -112,11 +119,27 @@ impl FooSyncer {
             Ok(deployment) => deployment,
             Err(err) if err.is_not_found() => {
                 info!(key, deployment = deployment_name, "creating Deployment");
-                let created = deployments
-                    .create(&post, &new_deployment(&foo)?)
-                    .await
-                    .map_err(|e| api_error("create Deployment", e))?;
-                Arc::new(created)
+                match deployments.create(&post, &new_deployment(&foo)?).await {
+                    Ok(created) => Arc::new(created),
+                    Err(source) => {
+                        let err = api_error("create Deployment", source);
+                        if !err.is_invalid() {
+                            return Err(err.into());
+                        }
+                        // The user's error: say so where they look, do not retry.
+                        warn!(key, error = %err, "the Deployment built from the Foo is invalid");
+                        self.recorder.event(
+                            &*foo,
+                            EventType::Warning,
+                            ERR_INVALID_DEPLOYMENT,
+                            format!(
+                                "spec.deploymentName {deployment_name:?}: the API server refused the Deployment: {}",
+                                err.user_message()
+                            ),
+                        );
+                        return Ok(());
+                    }
+                }
             }
             Err(err) => return Err(Error::Key(err)),
         };

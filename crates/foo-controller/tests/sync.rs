@@ -218,6 +218,36 @@ async fn an_empty_deployment_name_is_a_warning_not_a_retry() {
 }
 
 #[tokio::test]
+async fn an_invalid_deployment_is_the_users_error_a_warning_not_a_retry() {
+    let f = Fixture::new();
+    f.add_foo(foo("test", "Bad_Name!", 1, None));
+    f.api.fail_next("create", "deployments", 422, "Invalid");
+
+    f.sync("default/test").await.expect("not retried");
+
+    assert_eq!(f.api.action_names(), ["create deployments"]);
+    let events = f.events.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        events[0].starts_with("Warning ErrInvalidDeployment spec.deploymentName \"Bad_Name!\""),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_error_on_create_is_retried_without_user_facing_noise() {
+    let f = Fixture::new();
+    f.add_foo(foo("test", "test-deploy", 1, None));
+    f.api
+        .fail_next("create", "deployments", 500, "InternalError");
+
+    let err = f.sync("default/test").await.unwrap_err();
+
+    assert!(err.to_string().contains("create Deployment"), "{err}");
+    assert!(f.events.events().is_empty());
+}
+
+#[tokio::test]
 async fn a_deleted_foo_is_done() {
     let f = Fixture::new();
     f.sync("default/gone")

@@ -194,3 +194,42 @@ async fn deleting_the_foo_garbage_collects_its_deployment() -> anyhow::Result<()
     .await?;
     Ok(())
 }
+
+/// Tried as a new user would, with no admission webhook in front: a Foo whose
+/// `deploymentName` is not a valid object name. The API server refuses the Deployment
+/// (422); the user sees why on the Foo (`kubectl describe foo`), and the controller
+/// does not retry a request that cannot succeed until the Foo changes.
+#[tokio::test]
+async fn an_invalid_deployment_name_gets_a_warning_naming_the_field_and_no_retry_storm()
+-> anyhow::Result<()> {
+    let env = TestEnv::new().await?;
+    install_crds(env.client()).await?;
+    let _controller = RunningController::start(env.client().clone(), env.namespace());
+    create_foo(&env, "bad-name", "Bad_Name!", 1).await?;
+
+    let warning = wait_for_event(&env, "bad-name", foo_controller::ERR_INVALID_DEPLOYMENT).await?;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    let message = warning.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("spec.deploymentName \"Bad_Name!\"") && message.contains("Invalid value"),
+        "{message}"
+    );
+    // No retry storm: give the rate-limited queue time for many retries (5 ms, 10 ms,
+    // ... would be 9 attempts within 3 s), then check the Event was recorded once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let now = wait_for_event(&env, "bad-name", foo_controller::ERR_INVALID_DEPLOYMENT).await?;
+    assert_eq!(
+        now.count.unwrap_or(1),
+        1,
+        "one attempt, not a retry loop: {now:?}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(env.client().clone(), env.namespace());
+    assert!(
+        deployments
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    Ok(())
+}
