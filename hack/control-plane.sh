@@ -6,7 +6,8 @@
 # Usage:
 #   hack/control-plane.sh build                 ensure the binaries (build with Go if missing)
 #   hack/control-plane.sh up [--dir D] [--nodes N] [--foreground]
-#                                               start; prints KUBECONFIG and an export line
+#                                               start; prints KUBECONFIG, an export line and
+#                                               WEBHOOK_CERT_DIR=... WEBHOOK_CA=... (see below)
 #   hack/control-plane.sh status [DIR]          process and /readyz status
 #   hack/control-plane.sh down [DIR]            stop every process, remove the state dir
 #   hack/control-plane.sh restart-apiserver [DIR]
@@ -29,6 +30,14 @@
 # --foreground (used by crates/testenv): components are children of this shell
 # with PR_SET_PDEATHSIG=KILL (setpriv), the shell waits, and SIGTERM/exit tears
 # everything down and removes the state dir. "$DIR/ready" appears once usable.
+#
+# Admission webhooks: `up` also writes a serving certificate for 127.0.0.1/localhost,
+# signed by the cluster CA, as $DIR/webhook-certs/tls.crt + tls.key (and ca.crt), and
+# the CA as $DIR/webhook-ca.crt. Run a controller with
+#   --webhook-bind-address 127.0.0.1:<port> --webhook-cert-dir $DIR/webhook-certs
+# and register it with a WebhookConfiguration whose clientConfig is
+#   url: https://127.0.0.1:<port><path>, caBundle: $(base64 -w0 $DIR/webhook-ca.crt)
+# Both paths are in $DIR/env (WEBHOOK_CERT_DIR, WEBHOOK_CA) and printed by `up`.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -226,6 +235,22 @@ subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$KUBERNETES_SERVICE_IP,DNS:kubernet
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
 }
 
+# gen_webhook_certs: a serving certificate for admission webhook servers on this machine
+# (IP 127.0.0.1, DNS localhost), signed by the cluster CA, laid out like a
+# kubernetes.io/tls Secret in $STATE/webhook-certs (tls.crt, tls.key as PKCS#8, ca.crt):
+# what `--webhook-cert-dir` reads. The CA is also $STATE/webhook-ca.crt, the caBundle of
+# WebhookConfigurations that call such a server by `url:`.
+gen_webhook_certs() {
+  local pki=$STATE/pki dir=$STATE/webhook-certs
+  new_cert webhook "/CN=kube-controllers-rs-webhook" "extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+  mkdir -p "$dir"
+  cp "$pki/webhook.crt" "$dir/tls.crt"
+  install -m 600 "$pki/webhook.key" "$dir/tls.key"
+  cp "$pki/ca.crt" "$dir/ca.crt"
+  cp "$pki/ca.crt" "$STATE/webhook-ca.crt"
+}
+
 # write_kubeconfig FILE IDENTITY: self-contained kubeconfig (embedded PEM data).
 write_kubeconfig() {
   local pki=$STATE/pki
@@ -407,6 +432,7 @@ cmd_up() {
   fi
   read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT < <(free_ports 5)
   gen_pki
+  gen_webhook_certs
   local pki=$STATE/pki
   write_kubeconfig "$STATE/kubeconfig" admin
   for c in kube-controller-manager kube-scheduler kwok; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
@@ -473,11 +499,15 @@ APISERVER=https://127.0.0.1:$API_PORT
 ETCD=http://127.0.0.1:$ETCD_PORT
 READYZ_SECONDS=$t_readyz
 READY_SECONDS=$(elapsed "$t0")
+WEBHOOK_CERT_DIR=$STATE/webhook-certs
+WEBHOOK_CA=$STATE/webhook-ca.crt
 EOF
   touch "$STATE/ready"
   log "kube-apiserver /readyz ok after ${t_readyz}s, Nodes Ready and controllers healthy after $(elapsed "$t0")s (state: $STATE)"
   echo "KUBECONFIG=$STATE/kubeconfig"
   echo "export KUBECONFIG=$STATE/kubeconfig PATH=$(dirname "$(bin_path kubectl)"):\$PATH"
+  # Not on the export line: WEBHOOK_CERT_DIR is also the env var of a controller flag.
+  echo "WEBHOOK_CERT_DIR=$STATE/webhook-certs WEBHOOK_CA=$STATE/webhook-ca.crt"
   if [ "$FOREGROUND" = 1 ]; then
     # Wait for any component to die (or a signal): then tear everything down.
     # SIGUSR1 (sent by `restart-apiserver`) restarts kube-apiserver instead.

@@ -31,9 +31,18 @@ async fn main() -> anyhow::Result<()> {
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
     let shutdown = controller::setup_signal_handler();
 
-    let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
+    let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
         .context("starting myweb-operator")?;
+    // Served only with --webhook-bind-address (deploy/ sets it). Node ports are
+    // cluster-wide, so the webhook reads every MyWeb, whatever --namespace says; that
+    // informer is started only when the webhook is.
+    if cli.manager.webhook.webhook_bind_address != metrics::BindAddress::Disabled {
+        let all_webs = manager
+            .factory()
+            .informer_for::<apis::operator::v1::MyWeb>();
+        myweb_operator::webhook::register(manager.webhook_server(), all_webs)?;
+    }
     let webs = Arc::new(new_controller(
         manager.client().clone(),
         manager.factory(),

@@ -30,9 +30,11 @@ async fn main() -> anyhow::Result<()> {
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
     let shutdown = controller::setup_signal_handler();
 
-    let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
+    let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
         .context("starting sample-controller")?;
+    // Served only with --webhook-bind-address (deploy/ sets it).
+    foo_controller::webhook::register(manager.webhook_server())?;
     let foos = Arc::new(FooController::for_namespace(
         manager.client().clone(),
         manager.factory(),

@@ -88,9 +88,11 @@ async fn main() -> anyhow::Result<()> {
         }
     };
 
-    let manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
+    let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
         .context("starting vm-controller")?;
+    // Served only with --webhook-bind-address (deploy/ sets it).
+    vm_controller::webhook::register(manager.webhook_server())?;
     let options = VirtualMachineControllerOptions {
         usage_period: cli.usage_period,
         namespace: cli.manager.run.namespace.clone(),

@@ -75,6 +75,7 @@
 
 pub mod controller;
 pub mod error;
+pub mod events;
 pub mod logging;
 pub mod manager;
 pub mod options;
@@ -89,8 +90,9 @@ pub use controller::{
     wait_for_cache_sync,
 };
 pub use error::{ApiError, Error, Result};
+pub use events::EventsApi;
 pub use logging::{LogFormat, init_logging};
-pub use manager::{EventsApi, Manager, ManagerArgs, ManagerError};
+pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
 pub use signals::setup_signal_handler;

@@ -25,56 +25,22 @@ use std::future::Future;
 use std::time::Duration;
 
 use cache::SharedInformerFactory;
-use clap::{Args, ValueEnum};
-use leaderelection::{
-    LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity, hostname,
-};
+use clap::Args;
+use leaderelection::{LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity};
 use metrics::{Health, Metrics, ServingArgs};
-use record::{BroadcasterOptions, EventBroadcaster, EventRecorder};
+use record::EventRecorder;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use webhook::{WebhookArgs, WebhookMetrics, WebhookServer};
+
+use crate::events::{Events, EventsApi};
 use crate::options::{ClientArgs, ClientConfigError, RunArgs};
 use crate::throttle::ThrottleStats;
 
 /// How long shutdown waits for queued Events to be written.
 pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Which Events API the process writes (`--events-api`). Controllers do not care:
-/// they hold one [`EventRecorder`] either way; this only picks the broadcaster
-/// behind it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum EventsApi {
-    /// events.k8s.io/v1 Events with an `EventSeries` (client-go's `tools/events`,
-    /// [`record::events`]): what kube-scheduler and controller-runtime's
-    /// `GetEventRecorder` write, shown by `kubectl events` as `(x20 over 2m)`, and
-    /// the only API that keeps an Event's `action` and `related` object. The
-    /// default.
-    #[default]
-    #[value(name = "events.k8s.io/v1")]
-    EventsV1,
-    /// core/v1 Events with `count` / `lastTimestamp` (client-go's `tools/record`,
-    /// [`record::EventBroadcaster`]): for tools that still read those fields.
-    #[value(name = "core/v1")]
-    CoreV1,
-}
-
-impl EventsApi {
-    /// The flag value: `events.k8s.io/v1` or `core/v1`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventsApi::EventsV1 => "events.k8s.io/v1",
-            EventsApi::CoreV1 => "core/v1",
-        }
-    }
-}
-
-impl std::fmt::Display for EventsApi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Every flag a controller binary shares: client, run, leader election, serving,
 /// Events.
@@ -98,49 +64,10 @@ pub struct ManagerArgs {
     /// (deploy/*/rbac.yaml grants both).
     #[arg(long, env = "EVENTS_API", value_enum, default_value_t = EventsApi::EventsV1, value_name = "API")]
     pub events_api: EventsApi,
-}
-
-/// The Event broadcaster of the API chosen, behind the one recorder type.
-#[derive(Debug)]
-enum Events {
-    CoreV1(EventBroadcaster),
-    EventsV1(record::events::EventBroadcaster),
-}
-
-impl Events {
-    /// Starts writing Events with `client` and returns the recorder for them:
-    /// reporting controller `name`, instance from this host's name (the Pod's name
-    /// in a cluster): `source.host` for core/v1, `<name>-<host>` for events.k8s.io.
-    fn start(
-        api: EventsApi,
-        client: &kube::Client,
-        name: &str,
-    ) -> Result<(Self, EventRecorder), record::BroadcasterError> {
-        let host = hostname().unwrap_or_default();
-        Ok(match api {
-            EventsApi::CoreV1 => {
-                let events = EventBroadcaster::new(BroadcasterOptions::default());
-                events.start_recording_to_sink(client.clone())?;
-                let recorder = events.new_recorder(name, host);
-                (Self::CoreV1(events), recorder)
-            }
-            EventsApi::EventsV1 => {
-                let events = record::events::EventBroadcaster::default();
-                events.start_recording_to_sink(client.clone())?;
-                let recorder = events.new_recorder(name, host);
-                (Self::EventsV1(events), recorder)
-            }
-        })
-    }
-
-    /// Flushes queued Events (and unwritten series counts), waiting at most
-    /// `timeout`; `false` if that was not enough.
-    async fn shutdown(&self, timeout: Duration) -> bool {
-        match self {
-            Self::CoreV1(events) => events.shutdown(timeout).await,
-            Self::EventsV1(events) => events.shutdown(timeout).await,
-        }
-    }
+    /// `--webhook-bind-address` (off by default), `--webhook-cert-dir`, ...: the
+    /// admission webhook server (crates/webhook).
+    #[command(flatten)]
+    pub webhook: WebhookArgs,
 }
 
 /// Why a manager could not start or stopped abnormally.
@@ -159,6 +86,9 @@ pub enum ManagerError {
     /// The leader election configuration is invalid.
     #[error(transparent)]
     LeaderElection(#[from] leaderelection::ConfigError),
+    /// The webhook server could not start (no certificate, port taken, ...).
+    #[error(transparent)]
+    Webhook(#[from] webhook::Error),
     /// A controller failed.
     #[error(transparent)]
     Controller(#[from] crate::Error),
@@ -178,6 +108,7 @@ pub struct Manager {
     recorder: EventRecorder,
     metrics: Metrics,
     health: Health,
+    webhooks: WebhookServer,
 }
 
 impl std::fmt::Debug for Manager {
@@ -205,6 +136,10 @@ impl Manager {
         let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period);
         let (events, recorder) = Events::start(args.events_api, &client, &name)?;
         info!(events_api = %args.events_api, "recording Events");
+        let webhooks = args
+            .webhook
+            .server()
+            .with_metrics(WebhookMetrics::new(&metrics.registry));
         Ok(Self {
             name,
             args,
@@ -215,6 +150,7 @@ impl Manager {
             recorder,
             metrics,
             health: Health::new(),
+            webhooks,
         })
     }
 
@@ -244,6 +180,14 @@ impl Manager {
         &self.health
     }
 
+    /// The admission webhook server: register validators and defaulters here before
+    /// [`run`](Self::run) (controller-runtime's `mgr.GetWebhookServer()`). It serves
+    /// only when `--webhook-bind-address` is set, on every replica (admission does
+    /// not wait for leadership), and `/readyz` waits for it.
+    pub fn webhook_server(&mut self) -> &mut WebhookServer {
+        &mut self.webhooks
+    }
+
     /// The process's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -258,7 +202,7 @@ impl Manager {
     /// token that fires when they must stop) until `shutdown` fires - under leader
     /// election when `--leader-elect` is set. See the [module docs](self).
     pub async fn run<F, Fut>(
-        self,
+        mut self,
         shutdown: CancellationToken,
         controllers: F,
     ) -> Result<(), ManagerError>
@@ -278,6 +222,17 @@ impl Manager {
         .flatten()
         {
             info!(address = %server.local_addr(), "serving");
+            tokio::spawn(server.serve(servers.clone()));
+        }
+        let webhooks = std::mem::replace(
+            &mut self.webhooks,
+            WebhookServer::new(metrics::BindAddress::Disabled, ""),
+        );
+        self.health
+            .add_readyz_check("webhook", webhooks.readiness().check())?;
+        let paths = webhooks.paths();
+        if let Some(server) = webhooks.bind().await? {
+            info!(address = %server.local_addr(), ?paths, "serving admission webhooks");
             tokio::spawn(server.serve(servers.clone()));
         }
 

@@ -23,6 +23,7 @@ pub mod deployment;
 pub mod error;
 pub mod handlers;
 pub mod sync;
+pub mod webhook;
 
 pub use controller::{CONTROLLER_NAME, FooController};
 pub use deployment::{NGINX_IMAGE, new_deployment};

@@ -25,6 +25,7 @@ pub mod error;
 pub mod objects;
 pub mod reconcile;
 pub mod status;
+pub mod webhook;
 
 pub use controller::{MyWebController, new_controller};
 pub use error::{Error, Result};

@@ -72,6 +72,10 @@ pub enum Error {
     #[error("invalid request: {0}")]
     InvalidRequest(String),
 
+    /// A test certificate could not be generated ([`WebhookCerts`](crate::webhook::WebhookCerts)).
+    #[error("test certificate: {0}")]
+    Certificate(String),
+
     /// [`wait_for`](crate::wait_for) ran out of time.
     #[error("timed out after {timeout:?} waiting for {what}; last seen: {last_seen}")]
     Timeout {

@@ -16,6 +16,10 @@
 //! ([`TestEnv::new`]). Every process dies with the test process, even on
 //! panic or `SIGKILL` (process group + parent-death signal).
 //!
+//! Admission webhooks: [`webhook::WebhookCerts`] makes a serving certificate for
+//! 127.0.0.1, [`TestEnv::install_webhooks`] registers a test's webhook server with the
+//! API server for the test's namespace only (see [`webhook`]).
+//!
 //! Environment variables: [`ENV_KUBECONFIG`] (reuse a running cluster),
 //! [`ENV_SCRIPT`], [`ENV_START_TIMEOUT`], [`ENV_KUBECTL`], `KUBEBUILDER_ASSETS`,
 //! `KUBE_CONTROLLERS_CACHE_DIR` (binary cache root), `K8S_VERSION` (release). See `docs/testing.md`.
@@ -51,10 +55,14 @@ mod objects;
 mod process;
 mod rbac;
 mod wait;
+/// Admission webhooks called by the real API server: certificates, webhook
+/// configurations isolated per test, and waiting until they are called
+/// ([`webhook::install_webhooks`]).
+pub mod webhook;
 
 use std::path::Path;
 
-use kube::Client;
+use kube::{Client, Config};
 
 pub use control_plane::{
     ControlPlane, ENV_KUBECONFIG, ENV_KUBECTL, ENV_SCRIPT, ENV_START_TIMEOUT,
@@ -79,6 +87,7 @@ pub async fn get_raw(client: &Client, path: &str) -> Result<String> {
 pub struct TestEnv {
     control_plane: &'static ControlPlane,
     client: Client,
+    config: Config,
     namespace: TestNamespace,
 }
 
@@ -99,10 +108,11 @@ impl TestEnv {
         control_plane.check_running()?;
         let config = control_plane.config().await?;
         let client = Client::try_from(config.clone())?;
-        let namespace = TestNamespace::create(&client, config, prefix).await?;
+        let namespace = TestNamespace::create(&client, config.clone(), prefix).await?;
         Ok(Self {
             control_plane,
             client,
+            config,
             namespace,
         })
     }
@@ -110,6 +120,20 @@ impl TestEnv {
     /// The admin client (client certificate in `system:masters`).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The admin client's configuration (e.g. to build a client on another runtime).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// [`webhook::install_webhooks`] with the admin credentials: creates the webhook
+    /// configurations of `spec` and returns once the API server calls them.
+    pub async fn install_webhooks(
+        &self,
+        spec: &webhook::WebhookSpec,
+    ) -> Result<webhook::WebhookGuard> {
+        webhook::install_webhooks(&self.config, spec).await
     }
 
     /// This test's namespace.

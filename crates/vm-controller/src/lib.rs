@@ -78,6 +78,7 @@ pub mod handlers;
 pub mod server;
 pub mod status;
 pub mod sync;
+pub mod webhook;
 
 pub use controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
 pub use error::{Error, Result};

@@ -19,19 +19,27 @@ use crate::server::WebhookServer;
 ///     webhook: webhook::WebhookArgs,
 /// }
 ///
-/// let cli = Cli::try_parse_from(["foo-controller", "--webhook-cert-dir", "/certs"]).unwrap();
+/// // Off unless asked for: a controller started without certificates still runs.
+/// let cli = Cli::try_parse_from(["foo-controller"]).unwrap();
+/// assert_eq!(cli.webhook.webhook_bind_address, metrics::BindAddress::Disabled);
+/// let cli = Cli::try_parse_from([
+///     "foo-controller", "--webhook-bind-address", ":9443", "--webhook-cert-dir", "/certs",
+/// ])
+/// .unwrap();
 /// assert_eq!(cli.webhook.webhook_bind_address.to_string(), "0.0.0.0:9443");
 /// let server = cli.webhook.server();
 /// assert_eq!(server.cert_path(), std::path::Path::new("/certs/tls.crt"));
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct WebhookArgs {
-    /// The address the admission webhook server binds to: ":9443" for all interfaces,
-    /// "0" to disable it.
+    /// The address the admission webhook server binds to, e.g. ":9443" (all
+    /// interfaces; what deploy/ sets), or "0" to disable it (the default: the server
+    /// needs a certificate, which a controller run by hand usually has not got;
+    /// controller-runtime likewise starts it only when asked to).
     #[arg(
         long,
         env = "WEBHOOK_BIND_ADDRESS",
-        default_value = ":9443",
+        default_value = "0",
         value_name = "ADDRESS"
     )]
     pub webhook_bind_address: BindAddress,

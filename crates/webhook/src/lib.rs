@@ -189,6 +189,7 @@ pub mod patch;
 pub mod path;
 pub mod request;
 pub mod server;
+pub mod validation;
 
 pub use admission::{Defaulter, Denied, Validator, Warnings};
 pub use args::WebhookArgs;

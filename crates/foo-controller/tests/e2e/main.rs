@@ -6,6 +6,7 @@
 
 mod rbac;
 mod sync;
+mod webhook;
 
 use std::time::Duration;
 

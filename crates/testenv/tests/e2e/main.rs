@@ -4,14 +4,16 @@
 //! These check the behaviour our controllers rely on: readiness and
 //! discovery, Deployments becoming available (kube-controller-manager,
 //! kube-scheduler, kwok), garbage collection, RBAC with ServiceAccount tokens,
-//! CRD establishment, schema validation and the status subresource, and the
-//! optimistic concurrency (409 Conflict).
+//! CRD establishment, schema validation and the status subresource, the
+//! optimistic concurrency (409 Conflict), and admission webhooks served by the test
+//! process that the API server calls over TLS.
 
 mod api;
 mod crd;
 mod gc;
 mod rbac;
 mod semantics;
+mod webhook;
 mod workloads;
 
 use std::time::Duration;

@@ -8,6 +8,7 @@
 mod fake;
 mod qemu;
 mod rbac;
+mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;

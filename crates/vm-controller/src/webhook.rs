@@ -1,0 +1,334 @@
+//! The VirtualMachine admission webhook: refuse a size the controller cannot give,
+//! and a resize it cannot do, before the API server stores it.
+//!
+//! * **Sizes.** `spec.resource` must parse with the project's quantity code (the one the
+//!   controller uses) into at least 1 CPU and more than 0 bytes of memory and root
+//!   disk, and stay within [`MAX_CPUS`], [`MAX_MEMORY_BYTES`] and
+//!   [`MAX_ROOT_DISK_BYTES`]. The CRD's CEL rules already refuse non-quantities and
+//!   zero sizes (they work even without the webhook); the upper limits are the
+//!   webhook's, because they are this controller's policy, not the type's.
+//! * **No resize.** `spec.resource` is immutable on update: the driver cannot resize
+//!   a server. Without the webhook the new size is stored and the controller can only
+//!   report `ResizeUnsupported` afterwards (a Warning, and the spec no longer tells the
+//!   truth); with it, `kubectl apply` fails with this message and nothing changes.
+//! * **Server names.** The object's name must give a valid driver server name
+//!   ([`server_name`]); by construction every valid object name
+//!   does, so this only guards against a future change of that construction.
+//!
+//! And a mutating webhook, [`VirtualMachineDefaulter`], fills omitted sizes on create:
+//! `cpu` [`DEFAULT_CPU`], `memory` [`DEFAULT_MEMORY_PER_CPU_MIB`] MiB per CPU,
+//! `rootDisk` [`DEFAULT_ROOT_DISK`]. Why a webhook and not the CRD's `default:`: the
+//! memory default depends on the CPU count, which a schema default (a constant) cannot
+//! say. Why a raw [`Handler`] and not a typed `Defaulter`: the fields are required in
+//! the type (and in the schema, so a VirtualMachine without sizes is still refused when
+//! the webhook is not installed), so the typed object cannot represent "omitted".
+//! Mutating admission runs before the schema's validation, so the filled-in fields
+//! satisfy `required`.
+
+use apis::cloudnative::v1alpha1::VirtualMachine;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::core::admission::AdmissionResponse;
+use serde_json::{Value, json};
+use webhook::{Denied, Handler, Request, Validator, Warnings, WebhookServer};
+
+use crate::server_name;
+
+/// The most CPUs a VirtualMachine may ask for.
+pub const MAX_CPUS: u32 = 64;
+/// The most memory a VirtualMachine may ask for: 256 GiB.
+pub const MAX_MEMORY_BYTES: u64 = 256 << 30;
+/// The largest root disk a VirtualMachine may ask for: 2 TiB.
+pub const MAX_ROOT_DISK_BYTES: u64 = 2 << 40;
+
+/// VirtualMachine's admission rules; see the [module docs](self).
+///
+/// ```
+/// use apis::cloudnative::v1alpha1::{VirtualMachine, VirtualMachineResource, VirtualMachineSpec};
+/// use vm_controller::webhook::VirtualMachineValidator;
+/// use webhook::Validator;
+///
+/// let vm = |cpu: &str| VirtualMachine::new(
+///     "web",
+///     VirtualMachineSpec { resource: VirtualMachineResource::new(cpu, "64Mi", "1Gi") },
+/// );
+/// assert!(VirtualMachineValidator.validate_create(&vm("2")).is_ok());
+/// assert!(VirtualMachineValidator.validate_create(&vm("100")).is_err());
+/// let resize = VirtualMachineValidator.validate_update(&vm("1"), &vm("2")).unwrap_err();
+/// assert!(resize.message.contains("cannot be changed"));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VirtualMachineValidator;
+
+impl Validator<VirtualMachine> for VirtualMachineValidator {
+    fn validate_create(&self, vm: &VirtualMachine) -> Result<Warnings, Denied> {
+        let parsed = vm
+            .spec
+            .resource
+            .parse()
+            .map_err(|err| Denied::invalid(err.to_string()))?;
+        let too_big = |field: &str, value: &str, limit: String| {
+            Denied::invalid(format!(
+                "{field}: Invalid value: {value:?}: must be at most {limit}"
+            ))
+        };
+        let resource = &vm.spec.resource;
+        if parsed.cpu_cores == 0 {
+            return Err(Denied::invalid(format!(
+                "spec.resource.cpu: Invalid value: {:?}: must be at least 1 CPU",
+                resource.cpu.0
+            )));
+        }
+        if parsed.cpu_cores > MAX_CPUS {
+            return Err(too_big(
+                "spec.resource.cpu",
+                &resource.cpu.0,
+                MAX_CPUS.to_string(),
+            ));
+        }
+        for (field, value, bytes, max, shown) in [
+            (
+                "spec.resource.memory",
+                &resource.memory.0,
+                parsed.memory_bytes,
+                MAX_MEMORY_BYTES,
+                "256Gi",
+            ),
+            (
+                "spec.resource.rootDisk",
+                &resource.root_disk.0,
+                parsed.root_disk_bytes,
+                MAX_ROOT_DISK_BYTES,
+                "2Ti",
+            ),
+        ] {
+            if bytes == 0 {
+                return Err(Denied::invalid(format!(
+                    "{field}: Invalid value: {value:?}: must be greater than 0"
+                )));
+            }
+            if bytes > max {
+                return Err(too_big(field, value, shown.to_string()));
+            }
+        }
+        // The UID is not always assigned yet at admission; any UID gives the same
+        // verdict on the name part.
+        let mut named = vm.clone();
+        if named.metadata.uid.as_deref().is_none_or(str::is_empty) {
+            named.metadata.uid = Some("00000000-0000-0000-0000-000000000000".into());
+        }
+        server_name(&named).map_err(|err| Denied::invalid(format!("metadata.name: {err}")))?;
+        Ok(Warnings::new())
+    }
+
+    fn validate_update(
+        &self,
+        old: &VirtualMachine,
+        new: &VirtualMachine,
+    ) -> Result<Warnings, Denied> {
+        if old.spec.resource != new.spec.resource {
+            let show = |vm: &VirtualMachine| {
+                let r = &vm.spec.resource;
+                format!(
+                    "cpu={} memory={} rootDisk={}",
+                    r.cpu.0, r.memory.0, r.root_disk.0
+                )
+            };
+            return Err(Denied::invalid(format!(
+                "spec.resource: Forbidden: cannot be changed from {} to {}: the VM driver \
+                 cannot resize a server; create a new VirtualMachine with the new size instead",
+                show(old),
+                show(new)
+            )));
+        }
+        // Deleting a VM whose size no longer passes (the limits changed) must still be
+        // possible, and metadata/finalizer updates with it: only the size is checked.
+        Ok(Warnings::new())
+    }
+}
+
+/// The `cpu` of a VirtualMachine created without one.
+pub const DEFAULT_CPU: &str = "1";
+/// The `memory` of a VirtualMachine created without one, per CPU: 256 MiB.
+pub const DEFAULT_MEMORY_PER_CPU_MIB: u64 = 256;
+/// The `rootDisk` of a VirtualMachine created without one.
+pub const DEFAULT_ROOT_DISK: &str = "1Gi";
+
+/// Fills omitted `spec.resource` sizes on create; see the [module docs](self).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VirtualMachineDefaulter;
+
+impl Handler for VirtualMachineDefaulter {
+    fn handle(&self, request: &Request) -> AdmissionResponse {
+        if let Err(err) = request.check_kind::<VirtualMachine>() {
+            return request.denied(&Denied::new(err.to_string()).with_reason("BadRequest", 400));
+        }
+        match request.raw_object() {
+            Some(object) => request.patched(default_patch(object)),
+            None => request.allowed(),
+        }
+    }
+}
+
+/// The JSON patch that adds the omitted sizes to a VirtualMachine as the API server
+/// sent it (empty when nothing is omitted).
+///
+/// ```
+/// use serde_json::json;
+/// use vm_controller::webhook::default_patch;
+///
+/// let mut vm = json!({"spec": {"resource": {"cpu": "2"}}});
+/// let patch = default_patch(&vm);
+/// json_patch::patch(&mut vm, &patch).unwrap();
+/// assert_eq!(vm, json!({"spec": {"resource": {"cpu": "2", "memory": "512Mi", "rootDisk": "1Gi"}}}));
+/// ```
+pub fn default_patch(object: &Value) -> json_patch::Patch {
+    let resource = object.pointer("/spec/resource").filter(|r| !r.is_null());
+    let given = |field: &str| resource.and_then(|r| r.get(field)).filter(|v| !v.is_null());
+    let cpu = given("cpu").cloned().unwrap_or_else(|| json!(DEFAULT_CPU));
+    // Unparsable CPUs are the validator's to refuse; size the memory for one.
+    let cpus = match &cpu {
+        Value::String(s) => apis::quantity::cpu_cores(&Quantity(s.clone())).unwrap_or(1),
+        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
+        _ => 1,
+    }
+    .max(1);
+    let memory = format!("{}Mi", u64::from(cpus) * DEFAULT_MEMORY_PER_CPU_MIB);
+    let defaults = [
+        ("cpu", cpu),
+        ("memory", json!(memory)),
+        ("rootDisk", json!(DEFAULT_ROOT_DISK)),
+    ];
+    let whole = || -> serde_json::Map<String, Value> {
+        defaults
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    };
+    let spec = object.get("spec").filter(|s| !s.is_null());
+    let ops: Vec<Value> = match (spec, resource) {
+        (None, _) => vec![json!({"op": "add", "path": "/spec", "value": {"resource": whole()}})],
+        (Some(_), None) => vec![json!({"op": "add", "path": "/spec/resource", "value": whole()})],
+        (Some(_), Some(_)) => defaults
+            .iter()
+            .filter(|(field, _)| given(field).is_none())
+            .map(|(field, value)| {
+                json!({"op": "add", "path": format!("/spec/resource/{field}"), "value": value})
+            })
+            .collect(),
+    };
+    serde_json::from_value(Value::Array(ops)).expect("well-formed JSON patch operations")
+}
+
+/// Registers the VirtualMachine webhooks on `server` (the defaulter at the mutate
+/// path, the validator at the validate path); returns the paths, mutate first.
+pub fn register(server: &mut WebhookServer) -> webhook::Result<Vec<String>> {
+    let mutate = webhook::mutate_path::<VirtualMachine>();
+    server.register(mutate.clone(), VirtualMachineDefaulter)?;
+    Ok(vec![
+        mutate,
+        server.register_validator::<VirtualMachine, _>(VirtualMachineValidator)?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apis::cloudnative::v1alpha1::{VirtualMachineResource, VirtualMachineSpec};
+    use serde_json::json;
+
+    fn vm(cpu: &str, memory: &str, disk: &str) -> VirtualMachine {
+        VirtualMachine::new(
+            "web",
+            VirtualMachineSpec {
+                resource: VirtualMachineResource::new(cpu, memory, disk),
+            },
+        )
+    }
+
+    fn denied(vm: &VirtualMachine) -> String {
+        VirtualMachineValidator
+            .validate_create(vm)
+            .unwrap_err()
+            .message
+    }
+
+    #[test]
+    fn sizes_within_the_limits_pass() {
+        for ok in [
+            vm("1", "64Mi", "1Gi"),
+            vm("1500m", "1Gi", "10Gi"),
+            vm("64", "256Gi", "2Ti"),
+        ] {
+            assert!(
+                VirtualMachineValidator.validate_create(&ok).is_ok(),
+                "{ok:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_and_oversized_sizes_name_the_field() {
+        assert!(
+            denied(&vm("65", "1Gi", "1Gi"))
+                .starts_with("spec.resource.cpu: Invalid value: \"65\": must be at most 64")
+        );
+        assert!(
+            denied(&vm("0", "1Gi", "1Gi")).starts_with("spec.resource.cpu: Invalid value: \"0\"")
+        );
+        assert!(
+            denied(&vm("1", "257Gi", "1Gi"))
+                .contains("spec.resource.memory: Invalid value: \"257Gi\": must be at most 256Gi")
+        );
+        assert!(
+            denied(&vm("1", "0", "1Gi"))
+                .contains("spec.resource.memory: Invalid value: \"0\": must be greater than 0")
+        );
+        assert!(denied(&vm("1", "1Gi", "3Ti")).contains("spec.resource.rootDisk"));
+        assert!(denied(&vm("two", "1Gi", "1Gi")).starts_with("spec.resource.cpu"));
+    }
+
+    #[test]
+    fn omitted_sizes_are_defaulted_and_given_ones_kept() {
+        let patched = |mut object: Value| {
+            let patch = default_patch(&object);
+            json_patch::patch(&mut object, &patch).unwrap();
+            object["spec"]["resource"].clone()
+        };
+        assert_eq!(
+            patched(json!({"metadata": {"name": "a"}})),
+            json!({"cpu": "1", "memory": "256Mi", "rootDisk": "1Gi"})
+        );
+        assert_eq!(
+            patched(json!({"spec": {}})),
+            json!({"cpu": "1", "memory": "256Mi", "rootDisk": "1Gi"})
+        );
+        assert_eq!(
+            patched(json!({"spec": {"resource": {"cpu": 4, "rootDisk": "5Gi"}}})),
+            json!({"cpu": 4, "memory": "1024Mi", "rootDisk": "5Gi"})
+        );
+        let full =
+            json!({"spec": {"resource": {"cpu": "1500m", "memory": "64Mi", "rootDisk": "1Gi"}}});
+        assert!(default_patch(&full).0.is_empty());
+        // 1500m rounds up to 2 CPUs, as the controller counts them.
+        assert_eq!(
+            patched(json!({"spec": {"resource": {"cpu": "1500m"}}}))["memory"],
+            json!("512Mi")
+        );
+    }
+
+    #[test]
+    fn a_resize_is_refused_and_other_updates_pass() {
+        let before = vm("1", "64Mi", "1Gi");
+        let denied = VirtualMachineValidator
+            .validate_update(&before, &vm("2", "64Mi", "1Gi"))
+            .unwrap_err();
+        assert!(denied.message.starts_with("spec.resource: Forbidden: cannot be changed from cpu=1 memory=64Mi rootDisk=1Gi to cpu=2"), "{denied}");
+        let mut labelled = before.clone();
+        labelled.metadata.labels = Some([("tier".to_string(), "web".to_string())].into());
+        assert!(
+            VirtualMachineValidator
+                .validate_update(&before, &labelled)
+                .is_ok()
+        );
+    }
+}
