@@ -15,9 +15,11 @@
 #   3. sample-controller starts; the example Foo gets its Deployment, which reaches
 #      AVAILABLE = replicas (kwok's nodes run the Pods);
 #   4. the Foo is scaled to 3 and the Deployment follows;
-#   5. vm-controller starts with the real QEMU driver; the example VirtualMachine goes
-#      Active with a real qemu process and usage in its status, then is deleted cleanly
-#      (finalizer: the qemu process and its disk are gone before the object is);
+#   5. vm-controller starts with the real QEMU driver and its admission webhooks; the
+#      example VirtualMachine goes Active with a real qemu process and usage in its
+#      status; a resize is refused by the webhook with its message; then the VM is
+#      deleted cleanly (finalizer: the qemu process and its disk are gone before the
+#      object is);
 #   6. myweb-operator (built with crates/builder) starts; the example MyWeb gets its
 #      ConfigMap (the page), nginx Deployment and NodePort Service, and turns Ready;
 #   7. the MyWeb's page is changed and the ConfigMap follows (the Deployment rolls).
@@ -116,9 +118,12 @@ say "sample-controller's /metrics (excerpt)"
 curl -s http://127.0.0.1:18080/metrics | grep -E '^(workqueue_adds_total|controller_runtime_reconcile_total|leader_election_master_status)' || true
 
 say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
+# With its admission webhooks on loopback, serving the certificate control-plane.sh
+# made for 127.0.0.1 (signed by the cluster CA in $WEBHOOK_CA).
 target/debug/vm-controller --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
   --usage-period 5s --leader-elect \
   --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
+  --webhook-bind-address 127.0.0.1:18443 --webhook-cert-dir "$WEBHOOK_CERT_DIR" \
   >"$state/vm-controller.log" 2>&1 &
 pids+=($!)
 
@@ -132,6 +137,48 @@ pgrep -af qemu-system | grep -F "$state/vms" || fail "no qemu process for $vm"
 wait_until "VirtualMachine $vm reports memory usage" 60 \
   bash -c "[ -n \"\$(kubectl get vm $vm -o 'jsonpath={.status.server.usage.memory}')\" ]"
 kubectl get vm -o wide
+
+say "Registering vm-controller's admission webhooks (url + caBundle, as envtest does)"
+ca_bundle=$(base64 -w0 "$WEBHOOK_CA")
+webhook_config() { # webhook_config KIND WEBHOOK-NAME PATH OPERATIONS
+  cat <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: $1
+metadata:
+  name: demo-vm-controller
+webhooks:
+  - name: $2
+    clientConfig:
+      url: https://127.0.0.1:18443$3
+      caBundle: $ca_bundle
+    rules:
+      - apiGroups: ["cloudnative.tw"]
+        apiVersions: ["v1alpha1"]
+        resources: ["virtualmachines"]
+        operations: $4
+    failurePolicy: Fail
+    sideEffects: None
+    admissionReviewVersions: ["v1"]
+    timeoutSeconds: 5
+EOF
+}
+{
+  webhook_config MutatingWebhookConfiguration mvirtualmachine.cloudnative.tw \
+    /mutate-cloudnative-tw-v1alpha1-virtualmachine '["CREATE"]'
+  echo ---
+  webhook_config ValidatingWebhookConfiguration vvirtualmachine.cloudnative.tw \
+    /validate-cloudnative-tw-v1alpha1-virtualmachine '["CREATE", "UPDATE"]'
+} | kubectl apply -f -
+resize='{"spec":{"resource":{"cpu":"2"}}}'
+wait_until "the API server calls the webhook (a dry-run resize is refused)" 60 \
+  bash -c "! kubectl patch vm $vm --type merge -p '$resize' --dry-run=server >/dev/null 2>&1"
+say "Resizing the VirtualMachine: refused at the door, with the webhook's message"
+if refused=$(kubectl patch vm "$vm" --type merge -p "$resize" 2>&1); then
+  fail "the resize was admitted: $refused"
+fi
+echo "$refused"
+grep -q "denied the request: spec.resource: Forbidden: cannot be changed" <<<"$refused" ||
+  fail "the refusal does not carry the webhook's message: $refused"
 
 say "Deleting the VirtualMachine: the finalizer removes the qemu process and disk first"
 kubectl delete vm "$vm" --wait=true --timeout=60s
