@@ -63,6 +63,30 @@ pub(crate) fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// Whether `pid` is a QEMU that is still exiting: killed or crashed, its memory (and
+/// so its cmdline) already released, but not yet a zombie. Linux's `do_exit` drops the
+/// address space before the file table, so in that window the process still holds
+/// its files, and with them QEMU's lock on the disk image: a new QEMU on the same disk
+/// would fail with "Failed to get write lock". The command name in `/proc/<pid>/stat`
+/// survives until the end, so a reused pid of another program is not mistaken for it.
+pub(crate) fn is_exiting_qemu(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    parse_stat_comm_state(&stat)
+        .is_some_and(|(comm, state)| comm.starts_with("qemu") && !matches!(state, 'Z' | 'X'))
+        && cmdline(pid).is_none()
+}
+
+/// The command name (field 2, without its parentheses) and state (field 3) of a
+/// `/proc/<pid>/stat` line.
+pub(crate) fn parse_stat_comm_state(stat: &str) -> Option<(&str, char)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let state = stat.get(close + 1..)?.trim_start().chars().next()?;
+    Some((stat.get(open + 1..close)?, state))
+}
+
 /// Resident memory of a process in bytes, from `VmRSS` in `/proc/<pid>/status`.
 pub(crate) fn rss_bytes(pid: i32) -> Option<u64> {
     parse_status_rss_bytes(&fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
@@ -100,6 +124,18 @@ pub(crate) fn kill(pid: i32) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_name_and_state() {
+        let stat = "4242 (qemu-system-x86) R 1 4242 4242 0 -1 4194624";
+        assert_eq!(parse_stat_comm_state(stat), Some(("qemu-system-x86", 'R')));
+        let odd = "7 (a) b) Z 1 7";
+        assert_eq!(parse_stat_comm_state(odd), Some(("a) b", 'Z')));
+        assert_eq!(parse_stat_comm_state("garbage"), None);
+        // This process is alive and not QEMU; pid 0 has no /proc entry.
+        assert!(!is_exiting_qemu(std::process::id() as i32));
+        assert!(!is_exiting_qemu(0));
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_last_paren() {

@@ -239,6 +239,8 @@ impl QemuDriver {
         if dir.running_pid(Some(&record.id)).is_some() {
             return Ok(record.id);
         }
+        // A QEMU that just died may still be exiting and hold the disk's lock.
+        wait_until_exited(&dir).await;
         if !dir.disk_path().exists() {
             launch::create_disk(
                 &self.qemu_img,
@@ -395,6 +397,18 @@ impl QemuDriver {
         };
         let memory_percent = rss as f64 / (spec.memory_mib() << 20) as f64 * 100.0;
         Some((cpu_percent, memory_percent))
+    }
+}
+
+/// Waits (at most [`KILL_TIMEOUT`]) while the QEMU the pidfile names is still exiting
+/// (see [`procfs::is_exiting_qemu`]), so the next one can take the disk's lock.
+async fn wait_until_exited(dir: &ServerDir) {
+    let Some(pid) = procfs::read_pidfile(&dir.pidfile_path()) else {
+        return;
+    };
+    let deadline = tokio::time::Instant::now() + KILL_TIMEOUT;
+    while procfs::is_exiting_qemu(pid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
