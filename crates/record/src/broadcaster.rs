@@ -32,17 +32,14 @@
 //! sink per broadcaster (client-go lets any number of watchers subscribe; a log
 //! line per event is written at debug level instead of `StartStructuredLogging`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource};
-use parking_lot::Mutex;
 use rand::Rng;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
 use crate::correlator::{CorrelatorOptions, EventCorrelateResult, EventCorrelator};
-use crate::queue::EventQueue;
+use crate::queue::{Pipeline, shut_down};
 use crate::recorder::{BroadcastRecorder, EventRecorder};
 use crate::sink::{EventSink, SinkError};
 
@@ -92,10 +89,7 @@ pub enum BroadcasterError {
 #[derive(Debug)]
 pub struct EventBroadcaster {
     options: BroadcasterOptions,
-    queue: Arc<EventQueue<Event>>,
-    rx: Mutex<Option<mpsc::Receiver<Event>>>,
-    shutdown_tx: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    pipeline: Pipeline<Event>,
 }
 
 impl Default for EventBroadcaster {
@@ -109,14 +103,9 @@ impl EventBroadcaster {
     /// `NewBroadcasterWithCorrelatorOptions`). Needs no runtime until
     /// [`start_recording_to_sink`](Self::start_recording_to_sink).
     pub fn new(options: BroadcasterOptions) -> Self {
-        let (tx, rx) = mpsc::channel(options.queue_size.max(1));
-        let (shutdown_tx, _) = watch::channel(false);
         Self {
+            pipeline: Pipeline::new(options.queue_size),
             options,
-            queue: Arc::new(EventQueue::new(tx)),
-            rx: Mutex::new(Some(rx)),
-            shutdown_tx,
-            task: Mutex::new(None),
         }
     }
 
@@ -134,7 +123,7 @@ impl EventBroadcaster {
                 component: Some(component.into()),
                 host: (!host.is_empty()).then_some(host),
             },
-            queue: self.queue.clone(),
+            queue: self.pipeline.queue.clone(),
             clock: self.options.correlator.clock.clone(),
         })
     }
@@ -143,25 +132,21 @@ impl EventBroadcaster {
     /// (client-go's `StartRecordingToSink`). A [`kube::Client`] is a sink. Must be
     /// called within a tokio runtime, once.
     pub fn start_recording_to_sink<S: EventSink>(&self, sink: S) -> Result<(), BroadcasterError> {
-        let rx = self
-            .rx
-            .lock()
-            .take()
-            .ok_or(BroadcasterError::AlreadyStarted)?;
-        let worker = Worker {
-            sink,
-            correlator: EventCorrelator::new(self.options.correlator.clone()),
-            max_tries: self.options.max_tries_per_event.max(1),
-            sleep: self.options.sleep_duration,
-            shutdown: self.shutdown_tx.subscribe(),
-        };
-        *self.task.lock() = Some(tokio::spawn(worker.run(rx)));
-        Ok(())
+        self.pipeline.start(|rx, shutdown| {
+            Worker {
+                sink,
+                correlator: EventCorrelator::new(self.options.correlator.clone()),
+                max_tries: self.options.max_tries_per_event.max(1),
+                sleep: self.options.sleep_duration,
+                shutdown,
+            }
+            .run(rx)
+        })
     }
 
     /// Events the recorders dropped (queue full or shut down); for a metric.
     pub fn dropped_events(&self) -> u64 {
-        self.queue.dropped()
+        self.pipeline.dropped()
     }
 
     /// Stops accepting events and writes what is queued, one try each, waiting at
@@ -169,40 +154,8 @@ impl EventBroadcaster {
     /// everything queued was handled, `false` if the timeout cut it short (the
     /// task is then aborted). Idempotent.
     pub async fn shutdown(&self, timeout: Duration) -> bool {
-        self.shutdown_tx.send_replace(true);
-        // Never started: nothing will be written; close the queue.
-        drop(self.rx.lock().take());
-        let task = self.task.lock().take();
-        let Some(mut task) = task else {
-            return true;
-        };
-        match tokio::time::timeout(timeout, &mut task).await {
-            Ok(_) => true,
-            Err(_) => {
-                task.abort();
-                tracing::warn!(
-                    ?timeout,
-                    "event broadcaster shutdown timed out; queued events dropped"
-                );
-                false
-            }
-        }
+        self.pipeline.shutdown(timeout).await
     }
-}
-
-impl Drop for EventBroadcaster {
-    fn drop(&mut self) {
-        // A broadcaster dropped without `shutdown` must not leave its task behind.
-        self.shutdown_tx.send_replace(true);
-        if let Some(task) = self.task.get_mut().take() {
-            task.abort();
-        }
-    }
-}
-
-/// Resolves once shutdown was requested (or the broadcaster is gone).
-async fn shut_down(shutdown: &mut watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|down| *down).await;
 }
 
 /// The one task per broadcaster: client-go's `StartEventWatcher` goroutine running

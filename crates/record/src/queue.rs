@@ -1,5 +1,6 @@
-//! The bounded, never-blocking queue between recorders and a broadcaster's task,
-//! shared by both Event pipelines (core/v1 and events.k8s.io/v1).
+//! The bounded, never-blocking queue between recorders and a broadcaster's task, and
+//! that task's lifecycle ([`Pipeline`]), shared by both Event pipelines (core/v1 and
+//! events.k8s.io/v1).
 //!
 //! Recording runs inside sync handlers, so it must never wait: an event is
 //! offered with `try_send`, and when the queue is full (the API server is down,
@@ -7,12 +8,17 @@
 //! once every 10 seconds. client-go makes the same choice (`ActionOrDrop` with
 //! `DropIfChannelFull`).
 
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::broadcaster::BroadcasterError;
 
 /// How often at most the "dropped events" warning is logged.
 const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -69,4 +75,91 @@ impl<T> std::fmt::Debug for EventQueue<T> {
             .field("dropped", &self.dropped())
             .finish()
     }
+}
+
+/// The queue plus the one task that drains it: what both broadcasters are made of.
+/// The task is spawned once ([`start`](Self::start)), told to stop through a watch
+/// channel, and given at most a timeout to drain on [`shutdown`](Self::shutdown);
+/// dropping the pipeline aborts it, so no task outlives its broadcaster.
+#[derive(Debug)]
+pub(crate) struct Pipeline<T> {
+    pub(crate) queue: Arc<EventQueue<T>>,
+    rx: Mutex<Option<mpsc::Receiver<T>>>,
+    shutdown_tx: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<T> Pipeline<T> {
+    /// A queue of `size` events (at least 1); no task yet.
+    pub(crate) fn new(size: usize) -> Self {
+        let (tx, rx) = mpsc::channel(size.max(1));
+        Self {
+            queue: Arc::new(EventQueue::new(tx)),
+            rx: Mutex::new(Some(rx)),
+            shutdown_tx: watch::Sender::new(false),
+            task: Mutex::new(None),
+        }
+    }
+
+    /// Spawns the draining task, built from the receiving end and a shutdown signal;
+    /// [`BroadcasterError::AlreadyStarted`] the second time (or after shutdown).
+    pub(crate) fn start<F>(
+        &self,
+        task: impl FnOnce(mpsc::Receiver<T>, watch::Receiver<bool>) -> F,
+    ) -> Result<(), BroadcasterError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let rx = self
+            .rx
+            .lock()
+            .take()
+            .ok_or(BroadcasterError::AlreadyStarted)?;
+        let run = task(rx, self.shutdown_tx.subscribe());
+        *self.task.lock() = Some(tokio::spawn(run));
+        Ok(())
+    }
+
+    /// Events the recorders dropped (queue full or shut down).
+    pub(crate) fn dropped(&self) -> u64 {
+        self.queue.dropped()
+    }
+
+    /// Signals shutdown and waits at most `timeout` for the task to drain; `false`
+    /// if the timeout cut it short (the task is then aborted). Idempotent.
+    pub(crate) async fn shutdown(&self, timeout: Duration) -> bool {
+        self.shutdown_tx.send_replace(true);
+        // Never started: nothing will be written; close the queue.
+        drop(self.rx.lock().take());
+        let task = self.task.lock().take();
+        let Some(mut task) = task else {
+            return true;
+        };
+        match tokio::time::timeout(timeout, &mut task).await {
+            Ok(_) => true,
+            Err(_) => {
+                task.abort();
+                tracing::warn!(
+                    ?timeout,
+                    "event broadcaster shutdown timed out; queued events dropped"
+                );
+                false
+            }
+        }
+    }
+}
+
+impl<T> Drop for Pipeline<T> {
+    fn drop(&mut self) {
+        // Dropped without `shutdown`: the task must not be left behind.
+        self.shutdown_tx.send_replace(true);
+        if let Some(task) = self.task.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+/// Resolves once the pipeline's shutdown was signalled (or the pipeline is gone).
+pub(crate) async fn shut_down(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|down| *down).await;
 }

@@ -43,9 +43,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
-use parking_lot::Mutex;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
 use super::event::Reporter;
 use super::recorder::EventsRecorder;
@@ -56,7 +53,7 @@ use crate::broadcaster::{
     BroadcasterError, DEFAULT_SLEEP_DURATION, MAX_QUEUED_EVENTS, MAX_TRIES_PER_EVENT,
 };
 use crate::clock::{Clock, RealClock};
-use crate::queue::EventQueue;
+use crate::queue::Pipeline;
 use crate::recorder::EventRecorder;
 
 /// Settings of an events.k8s.io/v1 [`EventBroadcaster`]; [`Default`] is
@@ -99,10 +96,7 @@ impl Default for BroadcasterOptions {
 #[derive(Debug)]
 pub struct EventBroadcaster {
     options: BroadcasterOptions,
-    queue: Arc<EventQueue<Event>>,
-    rx: Mutex<Option<mpsc::Receiver<Event>>>,
-    shutdown_tx: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    pipeline: Pipeline<Event>,
 }
 
 impl Default for EventBroadcaster {
@@ -115,14 +109,9 @@ impl EventBroadcaster {
     /// A broadcaster with `options` (client-go's `NewBroadcaster`). Needs no
     /// runtime until [`start_recording_to_sink`](Self::start_recording_to_sink).
     pub fn new(options: BroadcasterOptions) -> Self {
-        let (tx, rx) = mpsc::channel(options.queue_size.max(1));
-        let (shutdown_tx, _) = watch::channel(false);
         Self {
+            pipeline: Pipeline::new(options.queue_size),
             options,
-            queue: Arc::new(EventQueue::new(tx)),
-            rx: Mutex::new(Some(rx)),
-            shutdown_tx,
-            task: Mutex::new(None),
         }
     }
 
@@ -141,7 +130,7 @@ impl EventBroadcaster {
     ) -> EventRecorder {
         EventRecorder::events_v1(EventsRecorder {
             reporter: Reporter::new(controller, &host.into()),
-            queue: self.queue.clone(),
+            queue: self.pipeline.queue.clone(),
             clock: self.options.clock.clone(),
         })
     }
@@ -150,29 +139,25 @@ impl EventBroadcaster {
     /// (client-go's `StartRecordingToSinkWithContext`). A [`kube::Client`] is a
     /// sink. Must be called within a tokio runtime, once.
     pub fn start_recording_to_sink<S: EventSink>(&self, sink: S) -> Result<(), BroadcasterError> {
-        let rx = self
-            .rx
-            .lock()
-            .take()
-            .ok_or(BroadcasterError::AlreadyStarted)?;
         let o = &self.options;
-        let worker = Worker {
-            sink,
-            cache: SeriesCache::new(o.flush_delay, o.finish_time),
-            clock: o.clock.clone(),
-            max_tries: o.max_tries_per_event.max(1),
-            sleep: o.sleep_duration,
-            finish_time: o.finish_time,
-            refresh_time: o.refresh_time,
-            shutdown: self.shutdown_tx.subscribe(),
-        };
-        *self.task.lock() = Some(tokio::spawn(worker.run(rx)));
-        Ok(())
+        self.pipeline.start(|rx, shutdown| {
+            Worker {
+                sink,
+                cache: SeriesCache::new(o.flush_delay, o.finish_time),
+                clock: o.clock.clone(),
+                max_tries: o.max_tries_per_event.max(1),
+                sleep: o.sleep_duration,
+                finish_time: o.finish_time,
+                refresh_time: o.refresh_time,
+                shutdown,
+            }
+            .run(rx)
+        })
     }
 
     /// Events the recorders dropped (queue full or shut down); for a metric.
     pub fn dropped_events(&self) -> u64 {
-        self.queue.dropped()
+        self.pipeline.dropped()
     }
 
     /// Stops accepting events, writes what is queued and every series with an
@@ -181,33 +166,6 @@ impl EventBroadcaster {
     /// `false` if the timeout cut it short (the task is then aborted).
     /// Idempotent.
     pub async fn shutdown(&self, timeout: Duration) -> bool {
-        self.shutdown_tx.send_replace(true);
-        // Never started: nothing will be written; close the queue.
-        drop(self.rx.lock().take());
-        let task = self.task.lock().take();
-        let Some(mut task) = task else {
-            return true;
-        };
-        match tokio::time::timeout(timeout, &mut task).await {
-            Ok(_) => true,
-            Err(_) => {
-                task.abort();
-                tracing::warn!(
-                    ?timeout,
-                    "event broadcaster shutdown timed out; queued events dropped"
-                );
-                false
-            }
-        }
-    }
-}
-
-impl Drop for EventBroadcaster {
-    fn drop(&mut self) {
-        // A broadcaster dropped without `shutdown` must not leave its task behind.
-        self.shutdown_tx.send_replace(true);
-        if let Some(task) = self.task.get_mut().take() {
-            task.abort();
-        }
+        self.pipeline.shutdown(timeout).await
     }
 }

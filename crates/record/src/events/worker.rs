@@ -15,6 +15,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::series::{Observation, SeriesCache};
 use super::sink::EventSink;
 use crate::clock::Clock;
+use crate::queue::shut_down;
 use crate::sink::SinkError;
 
 /// client-go's `wait.Jitter(sleepDuration, 0.25)` factor.
@@ -29,11 +30,6 @@ pub(crate) struct Worker<S> {
     pub(crate) finish_time: Duration,
     pub(crate) refresh_time: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
-}
-
-/// Resolves once shutdown was requested (or the broadcaster is gone).
-async fn shut_down(shutdown: &mut watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|down| *down).await;
 }
 
 /// Sleeps until `at`, or forever without one.
