@@ -21,8 +21,12 @@
 
 use std::future::Future;
 
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Event;
+use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// A failed write. See the [module docs](self) for what each class means.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,9 +118,52 @@ pub trait EventSink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Event, SinkError>> + Send;
 }
 
-fn api_for(client: &kube::Client, event: &Event) -> Api<Event> {
+/// Creates `event` in its namespace (`default` when it has none), without a
+/// resourceVersion (as client-go: a create never carries one). Shared by the core/v1
+/// and events.k8s.io/v1 sinks.
+pub(crate) async fn create_event<K>(client: &kube::Client, event: &K) -> Result<K, SinkError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let mut event = event.clone();
+    event.meta_mut().resource_version = None;
+    Ok(api_for(client, &event)
+        .create(&PostParams::default(), &event)
+        .await?)
+}
+
+/// Applies `patch` to the existing Event named by `event`'s metadata; `NotFound`
+/// for an Event without a name. Shared by both sinks.
+pub(crate) async fn patch_event<K>(
+    client: &kube::Client,
+    event: &K,
+    patch: &Patch<&serde_json::Value>,
+) -> Result<K, SinkError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = event.meta().name.as_deref().unwrap_or_default();
+    if name.is_empty() {
+        return Err(SinkError::NotFound);
+    }
+    Ok(api_for(client, event)
+        .patch(name, &PatchParams::default(), patch)
+        .await?)
+}
+
+fn api_for<K>(client: &kube::Client, event: &K) -> Api<K>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
     let namespace = event
-        .metadata
+        .meta()
         .namespace
         .as_deref()
         .filter(|ns| !ns.is_empty())
@@ -128,22 +175,11 @@ fn api_for(client: &kube::Client, event: &Event) -> Api<Event> {
 /// strategic merge `PATCH .../events/{name}`.
 impl EventSink for kube::Client {
     async fn create(&self, event: &Event) -> Result<Event, SinkError> {
-        let mut event = event.clone();
-        // As client-go: a create never carries a resourceVersion.
-        event.metadata.resource_version = None;
-        Ok(api_for(self, &event)
-            .create(&PostParams::default(), &event)
-            .await?)
+        create_event(self, event).await
     }
 
     async fn patch(&self, event: &Event, patch: &serde_json::Value) -> Result<Event, SinkError> {
-        let name = event.metadata.name.as_deref().unwrap_or_default();
-        if name.is_empty() {
-            return Err(SinkError::NotFound);
-        }
-        Ok(api_for(self, event)
-            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
-            .await?)
+        patch_event(self, event, &Patch::Strategic(patch)).await
     }
 }
 

@@ -15,10 +15,9 @@
 use std::future::Future;
 
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::Patch;
 
-use crate::event::NAMESPACE_DEFAULT;
-use crate::sink::SinkError;
+use crate::sink::{SinkError, create_event, patch_event};
 
 /// Stores events.k8s.io/v1 Events (client-go's `tools/events.EventSink`). Must
 /// respect the namespace of the event. Implemented for [`kube::Client`]; tests
@@ -37,36 +36,15 @@ pub trait EventSink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Event, SinkError>> + Send;
 }
 
-fn api_for(client: &kube::Client, event: &Event) -> Api<Event> {
-    let namespace = event
-        .metadata
-        .namespace
-        .as_deref()
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or(NAMESPACE_DEFAULT);
-    Api::namespaced(client.clone(), namespace)
-}
-
 /// events.k8s.io/v1 Events through kube: `POST
 /// /apis/events.k8s.io/v1/namespaces/{ns}/events` and a merge `PATCH
 /// .../events/{name}`.
 impl EventSink for kube::Client {
     async fn create(&self, event: &Event) -> Result<Event, SinkError> {
-        let mut event = event.clone();
-        // As client-go: a create never carries a resourceVersion.
-        event.metadata.resource_version = None;
-        Ok(api_for(self, &event)
-            .create(&PostParams::default(), &event)
-            .await?)
+        create_event(self, event).await
     }
 
     async fn patch(&self, event: &Event, patch: &serde_json::Value) -> Result<Event, SinkError> {
-        let name = event.metadata.name.as_deref().unwrap_or_default();
-        if name.is_empty() {
-            return Err(SinkError::NotFound);
-        }
-        Ok(api_for(self, event)
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await?)
+        patch_event(self, event, &Patch::Merge(patch)).await
     }
 }
