@@ -122,15 +122,18 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn handle_batch(&self, batch: Vec<(Arc<str>, Delta<K>)>, is_in_initial_list: bool) {
         let processor = self.processor.lock();
         let in_order = self.in_order.load(Ordering::Relaxed);
+        // The last watch event applied: its resourceVersion is a point the cache has
+        // now reached (events arrive in resourceVersion order; a list's objects do
+        // not, so the bookmark queued behind a list says where it ends). Recorded
+        // once per batch, after the objects are in the indexer, never before.
+        let mut reached: Option<Arc<K>> = None;
         for (key, delta) in batch {
-            // A watch event's resourceVersion is a point the cache has now reached
-            // (events arrive in resourceVersion order). A list's objects are not in
-            // that order: the bookmark queued behind the list says where it ends.
-            if in_order && let Some(rv) = watch_event_resource_version(&delta) {
-                self.indexer.bookmark(rv);
+            if in_order && watch_event_resource_version(&delta).is_some() {
+                reached = delta.object().cloned();
             }
             match delta {
                 Delta::Bookmark(rv) => {
+                    reached = None;
                     self.indexer.bookmark(rv.clone());
                     processor.distribute(Notification::Bookmark(rv), false);
                 }
@@ -157,6 +160,12 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                     processor.distribute(Notification::Delete(deleted), false);
                 }
             }
+        }
+        if let Some(rv) = reached
+            .as_ref()
+            .and_then(|obj| obj.meta().resource_version.as_deref())
+        {
+            self.indexer.bookmark(rv);
         }
     }
 

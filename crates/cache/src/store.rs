@@ -271,8 +271,8 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     }
 
     /// Records that the contents have caught up with `resource_version`: client-go's
-    /// `Store.Bookmark`. The informer calls it, in order, for every watch event and
-    /// bookmark it applies from a [`RealFifo`](crate::RealFifo).
+    /// `Store.Bookmark`. The informer calls it once per applied batch of watch events
+    /// (after they are in the store) and for every bookmark, from a [`RealFifo`](crate::RealFifo).
     pub fn bookmark(&self, resource_version: impl Into<Arc<str>>) {
         self.state.write().resource_version = Some(resource_version.into());
     }
