@@ -190,6 +190,11 @@ pub trait KeyListerGetter<K>: Send + Sync {
     fn list_keys(&self) -> Vec<String>;
     /// The object under `key`.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+    /// Whether it holds nothing (a replace that starts from nothing need not track
+    /// which keys it listed).
+    fn is_empty(&self) -> bool {
+        self.list_keys().is_empty()
+    }
 }
 
 impl<K: Send + Sync + 'static> KeyListerGetter<K> for crate::store::Indexer<K> {
@@ -198,6 +203,9 @@ impl<K: Send + Sync + 'static> KeyListerGetter<K> for crate::store::Indexer<K> {
     }
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         crate::store::Indexer::get_by_key(self, key)
+    }
+    fn is_empty(&self) -> bool {
+        crate::store::Indexer::is_empty(self)
     }
 }
 

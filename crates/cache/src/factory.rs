@@ -83,6 +83,7 @@ impl<K: Resource + Send + Sync + 'static> AnyInformer for Entry<K> {
 pub struct SharedInformerFactory {
     client: Client,
     default_resync_period: Duration,
+    strip_managed_fields: bool,
     informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
 }
 
@@ -90,6 +91,7 @@ impl fmt::Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedInformerFactory")
             .field("default_resync_period", &self.default_resync_period)
+            .field("strip_managed_fields", &self.strip_managed_fields)
             .field("informers", &self.informers.lock().len())
             .finish_non_exhaustive()
     }
@@ -102,8 +104,19 @@ impl SharedInformerFactory {
         Self {
             client,
             default_resync_period,
+            strip_managed_fields: false,
             informers: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Whether informers created from now on cache objects without
+    /// `metadata.managedFields` (see [`ApiListerWatcher::strip_managed_fields`]):
+    /// client-go's `WithTransform(cache.TransformStripManagedFields)`. Off by default,
+    /// as in client-go; the controller binaries turn it on unless
+    /// `--keep-managed-fields` is given.
+    pub fn with_strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
     }
 
     /// The shared informer for every `K` in the cluster (all namespaces).
@@ -149,7 +162,8 @@ impl SharedInformerFactory {
             return informer.clone();
         }
         let name = format!("{}{}", K::kind(&()), describe(&key.url, &options));
-        let mut lister_watcher = ApiListerWatcher::new(api);
+        let mut lister_watcher =
+            ApiListerWatcher::new(api).strip_managed_fields(self.strip_managed_fields);
         if let Some(labels) = &options.label_selector {
             lister_watcher = lister_watcher.labels(labels.clone());
         }

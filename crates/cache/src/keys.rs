@@ -8,12 +8,27 @@
 //! for namespaced objects and `name` for cluster-scoped ones. Names and namespaces
 //! cannot contain `/`, so the split is unambiguous.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use kube::Resource;
 
 use crate::error::{Error, Result};
+
+/// The hasher of every map and set keyed by object keys in this crate: foldhash, a
+/// fraction of the cost of std's SipHash on short strings (the store, a list's key
+/// set and a popped batch hash every key; SipHash was about 4 % of an initial sync's
+/// CPU, docs/benchmarks.md). Its seed is random per process, as std's is, and the
+/// keys come from the API server, so flooding it needs control of object names.
+pub(crate) type KeyHasher = foldhash::fast::RandomState;
+
+/// A set of object keys.
+pub(crate) type KeySet = HashSet<Arc<str>, KeyHasher>;
+
+/// A map from object keys.
+pub(crate) type KeyMap<V> = HashMap<Arc<str>, V, KeyHasher>;
 
 /// A namespace and a name: client-go's `cache.ObjectName`.
 ///

@@ -35,7 +35,7 @@
 //! lock, so a replace or resync never looks at the indexer between "popped" and
 //! "applied".
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::pin::pin;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ use crate::delta_fifo::{
     TransformFunc, prepare_object,
 };
 use crate::error::Result;
-use crate::keys::meta_namespace_key;
+use crate::keys::{KeyMap, KeySet, meta_namespace_key};
 
 /// The most events [`RealFifo::pop_batch`] hands out at once (client-go's
 /// `defaultBatchSize`).
@@ -175,7 +175,10 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
 
     /// Starts a replace that arrives in pages.
     pub fn begin_replace(&self) -> Replacement {
-        Replacement::new(!self.state.lock().population.populated)
+        let st = self.state.lock();
+        let nothing_known =
+            st.items.iter().all(|(_, d)| is_bookmark(d)) && self.known_objects.is_empty();
+        Replacement::new(!st.population.populated, !nothing_known)
     }
 
     /// Transforms one page and queues a `Replaced` event for each of its objects.
@@ -201,31 +204,11 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             ..
         } = replacement;
         let mut st = self.state.lock();
-        // The last queued event of every key, in first-queued order.
-        let mut order: Vec<Arc<str>> = Vec::new();
-        let mut last: HashMap<Arc<str>, &Delta<K>> = HashMap::new();
-        for (key, delta) in st.items.iter().filter(|(_, d)| !is_bookmark(d)) {
-            if last.insert(key.clone(), delta).is_none() {
-                order.push(key.clone());
-            }
-        }
-        let mut tombstones: Vec<(Arc<str>, Option<Arc<K>>)> = order
-            .into_iter()
-            .filter(|key| !keys.contains(key))
-            .filter_map(|key| {
-                let delta = last[&key];
-                (!matches!(delta, Delta::Deleted(_)))
-                    .then(|| (key.clone(), delta.object().cloned()))
-            })
-            .collect();
-        let queued: HashSet<Arc<str>> = last.into_keys().collect();
-        for key in self.known_objects.list_keys() {
-            if keys.contains(key.as_str()) || queued.contains(key.as_str()) {
-                continue;
-            }
-            let obj = self.known_objects.get_by_key(&key);
-            tombstones.push((key.into(), obj));
-        }
+        // Untracked: everything queued or known came from this list.
+        let tombstones = match &keys {
+            Some(keys) => self.missing_from(&st, keys),
+            None => Vec::new(),
+        };
         for (key, obj) in tombstones {
             let tombstone = DeletedFinalStateUnknown {
                 key: key.to_string(),
@@ -246,12 +229,43 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Keys the list did not contain, with the object to put in their tombstones: every
+    /// key whose last queued event is not a deletion, and every key the indexer knows
+    /// with nothing queued.
+    fn missing_from(&self, st: &State<K>, listed: &KeySet) -> Vec<(Arc<str>, Option<Arc<K>>)> {
+        // The last queued event of every key, in first-queued order.
+        let mut order: Vec<Arc<str>> = Vec::new();
+        let mut last: KeyMap<&Delta<K>> = KeyMap::default();
+        for (key, delta) in st.items.iter().filter(|(_, d)| !is_bookmark(d)) {
+            if last.insert(key.clone(), delta).is_none() {
+                order.push(key.clone());
+            }
+        }
+        let mut missing: Vec<(Arc<str>, Option<Arc<K>>)> = order
+            .into_iter()
+            .filter(|key| !listed.contains(key))
+            .filter_map(|key| {
+                let delta = last[&key];
+                (!matches!(delta, Delta::Deleted(_)))
+                    .then(|| (key.clone(), delta.object().cloned()))
+            })
+            .collect();
+        for key in self.known_objects.list_keys() {
+            if listed.contains(key.as_str()) || last.contains_key(key.as_str()) {
+                continue;
+            }
+            let obj = self.known_objects.get_by_key(&key);
+            missing.push((key.into(), obj));
+        }
+        missing
+    }
+
     /// Queues a `Sync` event for every known object with no event queued (a queued
     /// event means the indexer still holds the previous state, which a sync would
     /// deliver after the newer one).
     pub fn resync(&self) {
         let mut st = self.state.lock();
-        let queued: HashSet<Arc<str>> = st
+        let queued: KeySet = st
             .items
             .iter()
             .filter(|(_, d)| !is_bookmark(d))
@@ -315,8 +329,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                     // Distinct keys only. A single pop (the informer's, once per event)
                     // never builds the set.
                     if limit > 1 {
-                        let mut seen: HashSet<Arc<str>> =
-                            batch.iter().map(|(key, _)| key.clone()).collect();
+                        let mut seen: KeySet = batch.iter().map(|(key, _)| key.clone()).collect();
                         while batch.len() < limit {
                             match st.items.front() {
                                 Some((key, _)) if seen.insert(key.clone()) => {

@@ -45,6 +45,7 @@ use kube::Resource;
 use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
+use crate::keys::{KeyMap, KeySet};
 
 /// Computes the values an object is indexed under: client-go's `IndexFunc`.
 ///
@@ -84,10 +85,10 @@ pub fn owner_uid_index_func<K: Resource>(obj: &K) -> Vec<String> {
 /// Keys are `Arc<str>`: the item map and every index share one allocation per key
 /// instead of copying the string into each.
 struct State<K> {
-    items: HashMap<Arc<str>, Arc<K>>,
+    items: KeyMap<Arc<K>>,
     indexers: Indexers<K>,
     /// index name -> indexed value -> keys.
-    indices: HashMap<String, HashMap<String, HashSet<Arc<str>>>>,
+    indices: HashMap<String, HashMap<String, KeySet>>,
     /// The resourceVersion the contents have caught up with (see
     /// [`Indexer::last_store_sync_resource_version`]).
     resource_version: Option<Arc<str>>,
@@ -199,7 +200,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     pub fn with_indexers(indexers: Indexers<K>) -> Self {
         Self {
             state: Arc::new(RwLock::new(State {
-                items: HashMap::new(),
+                items: KeyMap::default(),
                 indexers,
                 indices: HashMap::new(),
                 resource_version: None,
@@ -215,7 +216,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
             return Err(Error::IndexerConflict(name.clone()));
         }
         for (name, func) in indexers {
-            let mut index: HashMap<String, HashSet<Arc<str>>> = HashMap::new();
+            let mut index: HashMap<String, KeySet> = HashMap::new();
             for (key, obj) in &st.items {
                 for value in func(obj) {
                     index.entry(value).or_default().insert(key.clone());
@@ -235,11 +236,13 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     pub fn add(&self, key: impl Into<Arc<str>>, obj: Arc<K>) -> Option<Arc<K>> {
         let key: Arc<str> = key.into();
         let mut st = self.state.write();
-        if let Some(old) = st.items.get(&key).cloned() {
-            st.index_remove(&key, &old);
+        // One lookup: insert first, then fix the indexes from what it replaced.
+        let old = st.items.insert(key.clone(), obj.clone());
+        if let Some(old) = &old {
+            st.index_remove(&key, old);
         }
         st.index_add(&key, &obj);
-        st.items.insert(key, obj)
+        old
     }
 
     /// The same as [`add`](Self::add) (client-go keeps both names).

@@ -3,7 +3,8 @@
 //! across pages, a repeated request answered correctly (the read-ahead is discarded,
 //! not served), and server errors reported as `kube::Error::Api` with the server's
 //! status code, as `kube::Api` reports them. And an informer syncs to exactly the
-//! server's state both by streaming list (the default) and by paged list.
+//! server's state both by streaming list (the default) and by paged list, with
+//! `managedFields` kept or cut out before decoding, in lists and watch events alike.
 
 mod common;
 
@@ -153,7 +154,7 @@ async fn streaming_and_paged_informers_sync_to_exactly_the_servers_state() -> an
         .buffer_unordered(16)
         .try_collect::<Vec<_>>()
         .await?;
-    let server: BTreeMap<String, String> = api
+    let mut server: BTreeMap<String, String> = api
         .list(&ListParams::default().labels("mode=test"))
         .await?
         .items
@@ -167,9 +168,12 @@ async fn streaming_and_paged_informers_sync_to_exactly_the_servers_state() -> an
         .collect();
     assert_eq!(server.len(), 1234);
 
-    for streaming in [true, false] {
+    // Both list modes, keeping managedFields and cutting them out before decoding.
+    for (streaming, strip) in [(true, false), (false, false), (true, true), (false, true)] {
         let lw = Arc::new(CountingLists {
-            inner: ApiListerWatcher::new(api.clone()).labels("mode=test"),
+            inner: ApiListerWatcher::new(api.clone())
+                .labels("mode=test")
+                .strip_managed_fields(strip),
             lists: AtomicUsize::new(0),
         });
         let informer = common::new_informer("configmaps", lw.clone(), Duration::ZERO);
@@ -187,6 +191,46 @@ async fn streaming_and_paged_informers_sync_to_exactly_the_servers_state() -> an
             "streaming={streaming}: not synced"
         );
         assert_eq!(cached(&informer), server, "streaming={streaming}");
+        let with_managed_fields = informer
+            .indexer()
+            .list()
+            .iter()
+            .filter(|cm| cm.metadata.managed_fields.is_some())
+            .count();
+        assert_eq!(
+            with_managed_fields,
+            if strip { 0 } else { 1234 },
+            "streaming={streaming} strip={strip}"
+        );
+        // A change arrives by watch, also decoded as asked.
+        let mut changed = api.get("cm-0007").await?;
+        changed.data = Some([("round".to_string(), format!("{streaming}-{strip}"))].into());
+        let changed = api
+            .replace("cm-0007", &PostParams::default(), &changed)
+            .await?;
+        server.insert(
+            "cm-0007".into(),
+            changed.metadata.resource_version.clone().unwrap(),
+        );
+        let watched = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let Some(cm) = informer
+                    .indexer()
+                    .get_by_key(&format!("{}/cm-0007", env.namespace()))
+                    && cm.metadata.resource_version == changed.metadata.resource_version
+                {
+                    return cm;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await?;
+        assert_eq!(watched.data, changed.data);
+        assert_eq!(
+            watched.metadata.managed_fields.is_some(),
+            !strip,
+            "strip={strip}"
+        );
         // The 1.34 server streams; without streaming, 1234 objects are 3 pages.
         let pages = lw.lists.load(Ordering::SeqCst);
         assert_eq!(

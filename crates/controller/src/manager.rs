@@ -133,7 +133,8 @@ impl Manager {
         }
         let (client, throttle) = args.client.client_with_stats().await?;
         throttle.register(&metrics.registry);
-        let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period);
+        let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
+            .with_strip_managed_fields(!args.run.keep_managed_fields);
         let (events, recorder) = Events::start(args.events_api, &client, &name)?;
         info!(events_api = %args.events_api, "recording Events");
         let webhooks = args

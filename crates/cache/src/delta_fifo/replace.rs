@@ -24,25 +24,32 @@
 //!   the tombstones. A half-finished replace never emits a tombstone.
 //! * `has_synced` stays false until `finish_replace`, however fast the pages are popped.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use kube::Resource;
 
 use super::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, TransformFunc, prepare_object,
+    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, State, TransformFunc, prepare_object,
 };
 use crate::error::{Error, Result};
-use crate::keys::write_meta_namespace_key;
+use crate::keys::{KeySet, write_meta_namespace_key};
 
 /// A replace in progress: the keys listed so far. Start one with
 /// [`DeltaFifo::begin_replace`], feed it with [`DeltaFifo::replace_page`], end it with
 /// [`DeltaFifo::finish_replace`]; dropping it instead abandons the replace (the pages
 /// already queued stay queued, no tombstone is emitted).
+///
+/// The listed keys are only needed to find what the list no longer contains. A
+/// replace that starts with nothing queued and nothing known (an informer's first
+/// list, the common case) cannot find anything missing, so it does not collect them
+/// (at 50k objects, a set of 50k keys built, grown and rehashed for nothing).
 #[derive(Debug)]
 pub struct Replacement {
-    /// Every key listed so far, sharing its allocation with the queue.
-    pub(crate) keys: HashSet<Arc<str>>,
+    /// Every key listed so far, sharing its allocation with the queue; `None` when
+    /// the replace started from an empty queue and store (see above).
+    pub(crate) keys: Option<KeySet>,
+    /// Objects listed so far (keyed ones).
+    listed: usize,
     /// Whether this replace is the FIFO's first (the initial population).
     pub(crate) initial: bool,
     /// The first object that could not be keyed, reported by `finish_replace`.
@@ -52,20 +59,22 @@ pub struct Replacement {
 }
 
 impl Replacement {
-    /// How many distinct keys have been listed so far.
+    /// How many distinct keys have been listed so far (a list holds each key once).
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.keys.as_ref().map_or(self.listed, KeySet::len)
     }
 
     /// Whether nothing has been listed yet.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
-    /// A replace that starts the initial population when `initial`.
-    pub(crate) fn new(initial: bool) -> Self {
+    /// A replace that starts the initial population when `initial`, and collects the
+    /// listed keys when `track_keys` (something queued or known before it started).
+    pub(crate) fn new(initial: bool, track_keys: bool) -> Self {
         Self {
-            keys: HashSet::new(),
+            keys: track_keys.then(KeySet::default),
+            listed: 0,
             initial,
             first_error: None,
             key_buf: String::new(),
@@ -80,12 +89,17 @@ impl Replacement {
         page: Vec<K>,
     ) -> Vec<(Arc<str>, Arc<K>)> {
         let mut keyed = Vec::with_capacity(page.len());
-        self.keys.reserve(page.len());
+        if let Some(keys) = &mut self.keys {
+            keys.reserve(page.len());
+        }
         for obj in page {
             let obj = prepare_object(transform, obj);
             match self.key_of(obj.as_ref()) {
                 Ok(key) => {
-                    self.keys.insert(key.clone());
+                    if let Some(keys) = &mut self.keys {
+                        keys.insert(key.clone());
+                    }
+                    self.listed += 1;
                     keyed.push((key, obj));
                 }
                 Err(e) => {
@@ -107,7 +121,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Starts a replace (a list or relist) that arrives in pages. See the
     /// [module docs](self) for why pages are queued as they arrive.
     pub fn begin_replace(&self) -> Replacement {
-        Replacement::new(!self.state.lock().population.populated)
+        let st = self.state.lock();
+        let nothing_known = st.items.values().all(|deltas| deltas.is_empty())
+            && self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        Replacement::new(!st.population.populated, !nothing_known)
     }
 
     /// Transforms one page (see [`prepare`](Self::prepare)) and queues a `Replaced`
@@ -136,24 +153,11 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             ..
         } = replacement;
         let mut st = self.state.lock();
-        let mut tombstones: Vec<(Arc<str>, Option<Arc<K>>)> = st
-            .items
-            .iter()
-            .filter(|(key, _)| !keys.contains(*key))
-            .map(|(key, deltas)| (key.clone(), deltas.last().and_then(|d| d.object().cloned())))
-            .collect();
-        // The indexer's keys with nothing queued (queued ones were handled above).
-        if let Some(known) = &self.known_objects {
-            for key in known.list_keys() {
-                if keys.contains(key.as_str())
-                    || st.items.get(key.as_str()).is_some_and(|d| !d.is_empty())
-                {
-                    continue;
-                }
-                let obj = known.get_by_key(&key);
-                tombstones.push((key.into(), obj));
-            }
-        }
+        // Untracked: everything queued or known came from this list.
+        let tombstones = match &keys {
+            Some(keys) => self.missing_from(&st, keys),
+            None => Vec::new(),
+        };
         for (key, obj) in tombstones {
             let tombstone = DeletedFinalStateUnknown {
                 key: key.to_string(),
@@ -172,5 +176,29 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.signal_if_synced(&mut st);
         drop(st);
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// What is queued, or known to the indexer with nothing queued, but not in
+    /// `listed`: the keys (and last known objects) a replace must tombstone.
+    fn missing_from(&self, st: &State<K>, listed: &KeySet) -> Vec<(Arc<str>, Option<Arc<K>>)> {
+        let mut missing: Vec<(Arc<str>, Option<Arc<K>>)> = st
+            .items
+            .iter()
+            .filter(|(key, _)| !listed.contains(*key))
+            .map(|(key, deltas)| (key.clone(), deltas.last().and_then(|d| d.object().cloned())))
+            .collect();
+        // The indexer's keys with nothing queued (queued ones were handled above).
+        if let Some(known) = &self.known_objects {
+            for key in known.list_keys() {
+                if listed.contains(key.as_str())
+                    || st.items.get(key.as_str()).is_some_and(|d| !d.is_empty())
+                {
+                    continue;
+                }
+                let obj = known.get_by_key(&key);
+                missing.push((key.into(), obj));
+            }
+        }
+        missing
     }
 }

@@ -33,6 +33,8 @@ use kube::api::ListParams;
 use kube::core::{ListMeta, ObjectList, Request, Status};
 use parking_lot::Mutex;
 use serde::de::{DeserializeOwned, IgnoredAny};
+
+use super::json_scan::{self, next_value, skip_ws};
 use tokio::task::JoinHandle;
 
 /// Lists pages of one collection with one page of read-ahead. See the module docs.
@@ -68,9 +70,12 @@ impl Pager {
 
     /// Lists one page. If the answer has a continue token, the request for the next
     /// page (the same parameters with that token) is sent before this page is decoded.
+    /// With `strip_managed_fields`, the objects' `metadata.managedFields` are cut out of
+    /// the page before it is decoded (see [`json_scan`](super::json_scan)).
     pub(crate) async fn list<K: DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
+        strip_managed_fields: bool,
     ) -> Result<ObjectList<K>, kube::Error> {
         let request = self.build(params)?;
         let uri = request.uri().to_string();
@@ -93,7 +98,14 @@ impl Pager {
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
         }
-        serde_json::from_slice(&body).map_err(kube::Error::SerdeError)
+        let mut stripped = Vec::new();
+        let bytes =
+            if strip_managed_fields && json_scan::without_managed_fields(&body, &mut stripped) {
+                &stripped[..]
+            } else {
+                &body[..]
+            };
+        serde_json::from_slice(bytes).map_err(kube::Error::SerdeError)
     }
 
     fn build(&self, params: &ListParams) -> Result<http::Request<Vec<u8>>, kube::Error> {
@@ -110,16 +122,26 @@ impl Pager {
 /// `kube::Error::Api` with the server's `Status`, as `kube::Api` reports it.
 async fn fetch(client: Client, request: http::Request<Vec<u8>>) -> Result<Bytes, kube::Error> {
     let response = client.send(request.map(kube::client::Body::from)).await?;
+    let body = check_status(response).await?;
+    Ok(body.collect().await?.to_bytes())
+}
+
+/// The body of a successful response; a non-2xx answer becomes `kube::Error::Api`
+/// with the server's `Status` (or one made from a body that is not a `Status`, as a
+/// proxy may send), as `kube::Api` reports it.
+pub(crate) async fn check_status(
+    response: http::Response<kube::client::Body>,
+) -> Result<kube::client::Body, kube::Error> {
     let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
-    if status.is_client_error() || status.is_server_error() {
-        let status = serde_json::from_slice::<Status>(&body).unwrap_or_else(|_| {
-            let text = String::from_utf8_lossy(&body);
-            Status::failure(text.trim(), "Failed to parse error data").with_code(status.as_u16())
-        });
-        return Err(kube::Error::Api(status.boxed()));
+    if !status.is_client_error() && !status.is_server_error() {
+        return Ok(response.into_body());
     }
-    Ok(body)
+    let body = response.into_body().collect().await?.to_bytes();
+    let status = serde_json::from_slice::<Status>(&body).unwrap_or_else(|_| {
+        let text = String::from_utf8_lossy(&body);
+        Status::failure(text.trim(), "Failed to parse error data").with_code(status.as_u16())
+    });
+    Err(kube::Error::Api(status.boxed()))
 }
 
 /// The non-empty `metadata.continue` of a list response, read without decoding
@@ -140,21 +162,6 @@ pub(crate) fn continue_token(body: &[u8]) -> Option<String> {
         rest = skip_ws(after_value);
         rest = rest.strip_prefix(b",")?;
     }
-}
-
-/// Decodes one JSON value at the start of `input`; returns it and what follows it.
-fn next_value<T: DeserializeOwned>(input: &[u8]) -> Option<(T, &[u8])> {
-    let mut stream = serde_json::Deserializer::from_slice(input).into_iter::<T>();
-    let value = stream.next()?.ok()?;
-    Some((value, &input[stream.byte_offset()..]))
-}
-
-fn skip_ws(input: &[u8]) -> &[u8] {
-    let start = input
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(input.len());
-    &input[start..]
 }
 
 impl std::fmt::Debug for Pager {

@@ -1,0 +1,320 @@
+//! Reading a watch: the API server's stream of JSON lines, split and decoded here.
+//!
+//! A watch response is one JSON event per line (`{"type":"ADDED","object":{..}}\n`),
+//! sent in chunks that rarely line up with the lines. `kube::Api::watch` reads it
+//! through tokio-util's `LinesCodec`, which copies every byte into its own buffer,
+//! checks it is UTF-8 while building a `String`, and hands that to
+//! `serde_json::from_str`. A streaming list is tens of thousands of such lines
+//! (docs/benchmarks.md), so this module does less per line:
+//!
+//! * lines are found with `memchr` in the chunk as it arrived and decoded in place;
+//!   only a line cut by a chunk boundary is copied, to join its two halves;
+//! * the UTF-8 check runs once over the line's bytes (`str::from_utf8`, vectorised),
+//!   and `serde_json::from_str` then trusts it;
+//! * with [`strip_managed_fields`](super::ApiListerWatcher::strip_managed_fields), the
+//!   object's `metadata.managedFields` is cut out of the line before it is decoded
+//!   ([`json_scan`]).
+//!
+//! What a line decodes to is `kube`'s: an event, an `ERROR` event carrying a
+//! `Status`, a `Status` alone as [`kube::Error::Api`], or a decoding error. An
+//! unexpected end of the connection (the server's timeout, a proxy cutting it) and a
+//! client read timeout end the stream quietly, as `kube` does, so the reflector
+//! simply watches again.
+
+use std::collections::VecDeque;
+use std::io;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body::Body;
+use http_body_util::BodyExt;
+use kube::Resource;
+use kube::api::WatchEvent;
+use kube::core::Status;
+use serde::de::DeserializeOwned;
+
+use super::{WatchStream, json_scan};
+
+/// Watch events decoded from a response body. See the module docs.
+struct Lines<K, B> {
+    body: B,
+    /// The start of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// Events decoded from the last chunk, not yet handed out.
+    decoded: VecDeque<Result<WatchEvent<K>, kube::Error>>,
+    /// A line with its managedFields cut out (reused from line to line).
+    stripped: Vec<u8>,
+    strip_managed_fields: bool,
+    ended: bool,
+}
+
+/// The events of a watch response whose status was a success.
+pub(super) fn events<K, B>(body: B, strip_managed_fields: bool) -> WatchStream<K>
+where
+    K: Resource + DeserializeOwned + Send + 'static,
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let lines = Lines {
+        body,
+        partial: Vec::new(),
+        decoded: VecDeque::new(),
+        stripped: Vec::new(),
+        strip_managed_fields,
+        ended: false,
+    };
+    futures::stream::unfold(lines, |mut lines| async move {
+        loop {
+            if let Some(event) = lines.decoded.pop_front() {
+                return Some((event, lines));
+            }
+            if lines.ended {
+                return None;
+            }
+            lines.read_more().await;
+        }
+    })
+    .boxed()
+}
+
+impl<K, B> Lines<K, B>
+where
+    K: Resource + DeserializeOwned,
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    /// Reads the next chunk of the body and decodes the lines it completes.
+    async fn read_more(&mut self) {
+        match self.body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.push(&data);
+                }
+            }
+            Some(Err(e)) => {
+                self.ended = true;
+                if ends_quietly(&e) {
+                    tracing::debug!(error = %e, "watch connection ended");
+                } else {
+                    self.decoded
+                        .push_back(Err(kube::Error::ReadEvents(io::Error::other(e))));
+                }
+            }
+            None => {
+                self.ended = true;
+                // A last line without its newline.
+                let last = std::mem::take(&mut self.partial);
+                self.decode(&last);
+            }
+        }
+    }
+
+    /// Splits `data` into lines, joining the first with what the previous chunk left.
+    fn push(&mut self, data: &Bytes) {
+        let mut rest: &[u8] = data;
+        if !self.partial.is_empty() {
+            let Some(end) = memchr::memchr(b'\n', rest) else {
+                self.partial.extend_from_slice(rest);
+                return;
+            };
+            let mut line = std::mem::take(&mut self.partial);
+            line.extend_from_slice(&rest[..end]);
+            self.decode(&line);
+            // Keep the buffer's capacity for the next cut line.
+            line.clear();
+            self.partial = line;
+            rest = &rest[end + 1..];
+        }
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            self.decode(&rest[..end]);
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// Decodes one line into `decoded`; blank lines are skipped.
+    fn decode(&mut self, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let stripped = self.strip_managed_fields
+            && json_scan::without_managed_fields(line, &mut self.stripped);
+        let bytes = if stripped { &self.stripped[..] } else { line };
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let e = io::Error::new(io::ErrorKind::InvalidData, e);
+                self.decoded.push_back(Err(kube::Error::ReadEvents(e)));
+                return;
+            }
+        };
+        let event = match serde_json::from_str::<WatchEvent<K>>(text) {
+            Ok(mut event) => {
+                if self.strip_managed_fields {
+                    // In case the line was shaped so that the cut could not be made.
+                    if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) =
+                        &mut event
+                    {
+                        o.meta_mut().managed_fields = None;
+                    }
+                }
+                Ok(event)
+            }
+            // A truncated line (the connection ended mid-event): dropped, as kube does.
+            Err(e) if e.is_eof() => return,
+            // A bare `Status` (every field of which is optional, so any object would
+            // decode as one: it must at least say it failed or carry a code).
+            Err(e) => match serde_json::from_str::<Status>(text) {
+                Ok(status) if status.status.is_some() || status.code != 0 => {
+                    Err(kube::Error::Api(status.boxed()))
+                }
+                _ => Err(kube::Error::SerdeError(e)),
+            },
+        };
+        self.decoded.push_back(event);
+    }
+}
+
+/// Whether a body error is the end of a watch rather than a failure: the connection
+/// closed mid-chunk (TLS and HTTP nest an `UnexpectedEof`) or the client's read
+/// timeout fired. `kube`'s watch treats both the same way.
+fn ends_quietly(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    // Bounded, in case a custom `source` chain loops.
+    for _ in 0..16 {
+        let Some(e) = current else { break };
+        if let Some(io) = e.downcast_ref::<io::Error>()
+            && matches!(
+                io.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::TimedOut
+            )
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    error.to_string().contains("unexpected EOF during chunk")
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use futures::StreamExt;
+    use http_body::Frame;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::WatchEvent;
+
+    use super::events;
+
+    type Chunks = futures::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, std::io::Error>>>;
+
+    /// A body that arrives in exactly these chunks.
+    fn body_of(chunks: &[&[u8]]) -> http_body_util::StreamBody<Chunks> {
+        let frames: Vec<_> = chunks
+            .iter()
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        http_body_util::StreamBody::new(futures::stream::iter(frames))
+    }
+
+    fn names(events: &[Result<WatchEvent<ConfigMap>, kube::Error>]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(cm)) => {
+                    format!("added {}", cm.metadata.name.as_deref().unwrap_or(""))
+                }
+                Ok(WatchEvent::Modified(cm)) => {
+                    format!("modified {}", cm.metadata.name.as_deref().unwrap_or(""))
+                }
+                Ok(WatchEvent::Deleted(cm)) => {
+                    format!("deleted {}", cm.metadata.name.as_deref().unwrap_or(""))
+                }
+                Ok(WatchEvent::Bookmark(b)) => format!("bookmark {}", b.metadata.resource_version),
+                Ok(WatchEvent::Error(s)) => format!("error event {}", s.code),
+                Err(kube::Error::Api(s)) => format!("api error {}", s.code),
+                Err(e) => format!("error {e}"),
+            })
+            .collect()
+    }
+
+    const A: &str =
+        r#"{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}}}"#;
+    const B: &str = r#"{"type":"MODIFIED","object":{"metadata":{"name":"b"}}}"#;
+    const MARK: &str = r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}"#;
+
+    #[tokio::test]
+    async fn lines_cut_anywhere_by_chunks_decode_in_order() {
+        let all = format!("{A}\n{B}\n\n{MARK}\n");
+        // Every split point of the whole stream into two chunks, and one byte per chunk.
+        for cut in 0..=all.len() {
+            let chunks = [&all.as_bytes()[..cut], &all.as_bytes()[cut..]];
+            let got: Vec<_> = events::<ConfigMap, _>(body_of(&chunks), false)
+                .collect()
+                .await;
+            assert_eq!(
+                names(&got),
+                ["added a", "modified b", "bookmark 9"],
+                "cut at {cut}"
+            );
+        }
+        let one_by_one: Vec<&[u8]> = all.as_bytes().chunks(1).collect();
+        let got: Vec<_> = events::<ConfigMap, _>(body_of(&one_by_one), false)
+            .collect()
+            .await;
+        assert_eq!(names(&got), ["added a", "modified b", "bookmark 9"]);
+    }
+
+    #[tokio::test]
+    async fn a_last_line_without_newline_is_decoded_and_a_truncated_one_dropped() {
+        let got: Vec<_> = events::<ConfigMap, _>(body_of(&[format!("{A}\n{B}").as_bytes()]), false)
+            .collect()
+            .await;
+        assert_eq!(names(&got), ["added a", "modified b"]);
+        let truncated = &B[..B.len() - 3];
+        let got: Vec<_> =
+            events::<ConfigMap, _>(body_of(&[format!("{A}\n{truncated}").as_bytes()]), false)
+                .collect()
+                .await;
+        assert_eq!(names(&got), ["added a"]);
+    }
+
+    #[tokio::test]
+    async fn managed_fields_are_kept_or_stripped_as_asked() {
+        for strip in [false, true] {
+            let got: Vec<_> = events::<ConfigMap, _>(body_of(&[A.as_bytes(), b"\n"]), strip)
+                .collect()
+                .await;
+            let Some(Ok(WatchEvent::Added(cm))) = got.first() else {
+                panic!("expected an ADDED event, got {:?}", names(&got));
+            };
+            assert_eq!(
+                cm.metadata.managed_fields.is_some(),
+                !strip,
+                "strip={strip}"
+            );
+            assert_eq!(cm.metadata.name.as_deref(), Some("a"));
+        }
+    }
+
+    #[tokio::test]
+    async fn statuses_and_garbage_become_errors_without_ending_the_stream() {
+        let status = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Expired","code":410}"#;
+        let error_event = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"gone","code":410}}"#;
+        let mut input =
+            format!("{status}\n{error_event}\n{{\"type\":\"ADDED\",\"object\":42}}\n").into_bytes();
+        // Not UTF-8.
+        input.extend_from_slice(b"\xff\n");
+        input.extend_from_slice(format!("{B}\n").as_bytes());
+        let got: Vec<_> = events::<ConfigMap, _>(body_of(&[&input]), false)
+            .collect()
+            .await;
+        let got = names(&got);
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got[0], "api error 410");
+        assert_eq!(got[1], "error event 410");
+        assert!(got[2].starts_with("error "), "{got:?}");
+        assert!(got[3].starts_with("error "), "{got:?}");
+        assert_eq!(got[4], "modified b");
+    }
+}
