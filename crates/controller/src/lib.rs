@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+pub mod client;
 pub mod controller;
 pub mod error;
 pub mod events;

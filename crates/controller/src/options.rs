@@ -37,6 +37,12 @@ pub struct ClientArgs {
     /// Requests allowed at once above the steady rate (client-go's Burst).
     #[arg(long, env = "KUBE_API_BURST", default_value_t = DEFAULT_BURST, value_name = "N")]
     pub kube_api_burst: u32,
+
+    /// Speak HTTP/1.1 only. By default the client negotiates HTTP/2, as client-go
+    /// does: one connection multiplexes every watch, list and write (see
+    /// [`client`](crate::client)). `DISABLE_HTTP2` is client-go's variable for it.
+    #[arg(long, env = "DISABLE_HTTP2")]
+    pub disable_http2: bool,
 }
 
 impl Default for ClientArgs {
@@ -46,6 +52,7 @@ impl Default for ClientArgs {
             master: None,
             kube_api_qps: DEFAULT_QPS,
             kube_api_burst: DEFAULT_BURST,
+            disable_http2: false,
         }
     }
 }
@@ -134,10 +141,18 @@ impl ClientArgs {
     ) -> Result<(kube::Client, Arc<ThrottleStats>), ClientConfigError> {
         let throttle = ThrottleLayer::new(self.kube_api_qps, self.kube_api_burst);
         let stats = throttle.stats();
-        let client = kube::client::ClientBuilder::try_from(config)
-            .map_err(ClientConfigError::Client)?
-            .with_layer(&throttle)
-            .build();
+        // kube's own client for HTTP/1.1 only, and for proxies (which it handles).
+        let client = if self.disable_http2 || config.proxy_url.is_some() {
+            kube::client::ClientBuilder::try_from(config)
+                .map_err(ClientConfigError::Client)?
+                .with_layer(&throttle)
+                .build()
+        } else {
+            crate::client::http2_client_builder(&config)
+                .map_err(ClientConfigError::Client)?
+                .with_layer(&throttle)
+                .build()
+        };
         Ok((client, stats))
     }
 }
