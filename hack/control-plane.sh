@@ -15,6 +15,11 @@
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
 #   hack/control-plane.sh version               print the Kubernetes version selected
 #
+# KUBE_APISERVER_EXTRA_ARGS: extra kube-apiserver flags, split on whitespace (e.g.
+# "--feature-gates=ListFromCacheSnapshot=false"). Read by `up`, kept in the state dir
+# ($DIR/kube-apiserver.extra-args) so a restart keeps them; `restart-apiserver` with the
+# variable set (even to "") replaces them.
+#
 # K8S_VERSION picks the Kubernetes release (default: newest):
 #   newest        hack/tools/control-plane/go.mod         (the suite's default)
 #   oldest        hack/tools/control-plane/oldest/go.mod  (oldest release we support)
@@ -297,11 +302,25 @@ start() {
   COMPONENT_PIDS+=("$!")
 }
 
-# start_apiserver: start kube-apiserver from the command line saved in the state dir.
+# start_apiserver: start kube-apiserver from the command line saved in the state dir,
+# plus the extra flags saved there (KUBE_APISERVER_EXTRA_ARGS).
 start_apiserver() {
-  local args=()
+  local args=() extra=()
   mapfile -t args <"$STATE/kube-apiserver.args"
-  start kube-apiserver "${args[@]}"
+  [ -f "$STATE/kube-apiserver.extra-args" ] && mapfile -t extra <"$STATE/kube-apiserver.extra-args"
+  start kube-apiserver "${args[@]}" "${extra[@]}"
+}
+
+# save_apiserver_extra_args: KUBE_APISERVER_EXTRA_ARGS, one flag a line, into the state dir.
+save_apiserver_extra_args() {
+  local extra=()
+  read -r -a extra <<<"${KUBE_APISERVER_EXTRA_ARGS:-}"
+  if [ ${#extra[@]} -gt 0 ]; then
+    printf '%s\n' "${extra[@]}" >"$STATE/kube-apiserver.extra-args"
+    log "extra kube-apiserver flags: ${extra[*]}"
+  else
+    rm -f "$STATE/kube-apiserver.extra-args"
+  fi
 }
 
 # restart_apiserver: stop kube-apiserver, start it again with the same command line,
@@ -453,6 +472,7 @@ cmd_up() {
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
     --profiling=false --v=1 >"$STATE/kube-apiserver.args"
+  save_apiserver_extra_args
   start_apiserver
   wait_until 60 "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
   local t_readyz
@@ -563,6 +583,7 @@ cmd_restart_apiserver() {
   local before fg i
   before=$(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0)
   fg=$(cat "$STATE/foreground.pid" 2>/dev/null || true)
+  [ -n "${KUBE_APISERVER_EXTRA_ARGS+set}" ] && save_apiserver_extra_args
   if [ -n "$fg" ] && alive "$fg"; then
     # A foreground `up` owns the processes: ask it to do the restart.
     kill -USR1 "$fg"

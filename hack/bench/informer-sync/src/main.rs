@@ -59,9 +59,15 @@ enum Impl {
     Ours,
     /// The same, with a transform that drops metadata.managedFields.
     OursTransform,
+    /// Ours with ApiListerWatcher::strip_managed_fields: managedFields cut out of the
+    /// raw JSON before decoding (what the controller binaries do by default).
+    OursStrip,
     /// Ours with set_watch_list(false): always paged lists (500 per page, one page
     /// of read-ahead).
     OursPaged,
+    /// Ours over kube's own HTTP/1.1 client (what `--disable-http2` gives the
+    /// binaries), to separate the client's share from the informer's.
+    OursHttp1,
     /// Ours with set_queue_kind(DeltaFifo): the classic per-key queue instead of the
     /// default in-order RealFIFO.
     OursDeltafifo,
@@ -81,7 +87,9 @@ impl Impl {
         match self {
             Impl::Ours => "ours",
             Impl::OursTransform => "ours-transform",
+            Impl::OursStrip => "ours-strip",
             Impl::OursPaged => "ours-paged",
+            Impl::OursHttp1 => "ours-http1",
             Impl::OursDeltafifo => "ours-deltafifo",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
@@ -90,13 +98,38 @@ impl Impl {
     }
 }
 
+impl Impl {
+    /// Whether this variant runs on the controller binaries' client.
+    fn uses_binaries_client(self) -> bool {
+        matches!(
+            self,
+            Impl::Ours | Impl::OursTransform | Impl::OursStrip | Impl::OursPaged | Impl::OursDeltafifo
+        )
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let process_start = Instant::now();
     let cli = Cli::parse();
-    // Both implementations use this client: kubeconfig from KUBECONFIG, no client-side
-    // rate limit (kube has none).
-    let client = Client::try_default().await.context("client from KUBECONFIG")?;
+    // kubeconfig from KUBECONFIG, no client-side rate limit on either client. Our
+    // informers use the client the controller binaries build (HTTP/2, as client-go);
+    // kube-runtime and `ours-http1` use kube's default client (HTTP/1.1), which is what
+    // a kube-rs user gets from Client::try_default.
+    let binaries_client = match &cli.command {
+        Command::Sync { implementation, .. } => implementation.uses_binaries_client(),
+        Command::Populate { .. } => false,
+    };
+    let client = if binaries_client {
+        let args = controller::ClientArgs {
+            kube_api_qps: 0.0,
+            ..controller::ClientArgs::default()
+        };
+        let config = kube::Config::infer().await.context("config from KUBECONFIG")?;
+        args.throttled_client(config)?.0
+    } else {
+        Client::try_default().await.context("client from KUBECONFIG")?
+    };
     match cli.command {
         Command::Populate {
             count,
@@ -243,8 +276,15 @@ async fn sync(
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
-        Impl::Ours | Impl::OursTransform | Impl::OursPaged | Impl::OursDeltafifo => {
-            let lister_watcher = Arc::new(cache::ApiListerWatcher::new(api));
+        Impl::Ours
+        | Impl::OursTransform
+        | Impl::OursStrip
+        | Impl::OursPaged
+        | Impl::OursDeltafifo
+        | Impl::OursHttp1 => {
+            let lister_watcher = Arc::new(
+                cache::ApiListerWatcher::new(api).strip_managed_fields(matches!(implementation, Impl::OursStrip)),
+            );
             let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
             informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
             if matches!(implementation, Impl::OursDeltafifo) {
@@ -338,17 +378,18 @@ async fn report(
     );
 }
 
-/// CPU time (user + system) of this process so far, in ms, from /proc/self/stat
-/// (clock ticks of 10 ms). Client CPU is far less sensitive than wall time to other
-/// load on the machine and to the API server's own work.
-fn cpu_ms() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which is in parentheses and may hold spaces):
-    // state is field 3, utime and stime are fields 14 and 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    (ticks(11) + ticks(12)) * 10
+/// CPU time (user + system) of this process so far, in ms with µs precision, from
+/// `CLOCK_PROCESS_CPUTIME_ID` (/proc/self/stat counts 10 ms ticks, too coarse for
+/// syncs of a few hundred ms). Client CPU is far less sensitive than wall time to
+/// other load on the machine and to the API server's own work.
+fn cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; the clock id is valid.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ((ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6) * 10.0).round() / 10.0
 }
 
 /// (VmHWM, VmRSS) in KiB from /proc/self/status.
