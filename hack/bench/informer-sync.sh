@@ -24,13 +24,14 @@
 #                           list, sendInitialEvents, falling back to paged lists; the in-order
 #                           RealFIFO popped in batches), no handlers; timed until
 #                           wait_for_cache_sync returns (woken, not polled). Every ours-*
-#                           variant except ours-http1 runs on the API client the controller
-#                           binaries build (controller::ClientArgs: HTTP/2, as client-go)
+#                           variant except ours-plain runs in the controller binaries'
+#                           process set-up: their API client (controller::ClientArgs: HTTP/2,
+#                           as client-go's) and heap growth (controller::heap: 64 MiB steps)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
 #   ours-strip              ours + ApiListerWatcher::strip_managed_fields: managedFields cut
 #                           out of the raw JSON before decoding (the binaries' default)
-#   ours-http1              ours over kube's default HTTP/1.1 client (--disable-http2), the
-#                           client every kube-runtime variant uses
+#   ours-plain              ours as a library user gets it: kube's default HTTP/1.1 client
+#                           and glibc's default heap growth, as every kube-runtime variant
 #   ours-paged              ours with set_watch_list(false): most-recent list in pages of
 #                           500 (each page queued as it arrives, one page of read-ahead)
 #   ours-deltafifo          ours with set_queue_kind(DeltaFifo): the classic per-key queue
@@ -87,7 +88,7 @@ BENCH_DIR="$ROOT/hack/bench/informer-sync"
 GO_DIR="$ROOT/hack/bench/informer-sync-go"
 SIZES="${SIZES:-10000 50000}"
 RUNS="${RUNS:-3}"
-IMPLS="${IMPLS:-ours ours-strip ours-transform ours-paged kube-runtime kube-runtime-transform client-go client-go-streaming client-go-streaming-transform}"
+IMPLS="${IMPLS:-ours ours-strip ours-transform ours-plain ours-paged kube-runtime kube-runtime-transform client-go client-go-streaming client-go-streaming-transform}"
 SERVER_STATE="${SERVER_STATE:-cache}"
 NAMESPACE="${NAMESPACE:-informer-sync-bench}"
 MARKER="${NAMESPACE}-marker/marker"
@@ -101,7 +102,7 @@ OUT="$(cd "$OUT" && pwd)"
 say() { printf '\n=== %s\n' "$*"; }
 die() { printf 'informer-sync.sh: %s\n' "$*" >&2; exit 1; }
 
-KNOWN_IMPLS=" ours ours-transform ours-strip ours-http1 ours-paged ours-deltafifo kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
+KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
 read -r -a impls <<<"$IMPLS"
 [ ${#impls[@]} -gt 0 ] || die "IMPLS is empty"
 for i in "${impls[@]}"; do
@@ -298,7 +299,7 @@ DOC = {
     "etcd": "kube-apiserver with --feature-gates=ListFromCacheSnapshot=false: paged lists' continuation pages "
             "read from etcd (first pages, RV=0 lists and streaming lists from the watch cache)",
 }
-impls = ["ours", "ours-strip", "ours-transform", "ours-http1", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
+impls = ["ours", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
          "kube-runtime-streaming", "client-go", "client-go-streaming", "client-go-transform",
          "client-go-streaming-transform"]
 sizes = sorted({s for s, _, _ in runs})
@@ -332,7 +333,7 @@ print("| objects | server state | comparison | sync time: ratio of medians | syn
 print("|---|---|---|---:|---|---:|---:|")
 pairs = [("ours", "kube-runtime"), ("ours", "client-go-streaming"), ("ours", "client-go"),
          ("ours-strip", "client-go-streaming-transform"), ("ours-strip", "kube-runtime-transform"),
-         ("ours", "ours-http1"), ("ours-http1", "kube-runtime"),
+         ("ours", "ours-plain"), ("ours-plain", "kube-runtime"),
          ("ours-transform", "kube-runtime-transform"), ("ours-transform", "client-go-streaming-transform"),
          ("ours-transform", "client-go-transform"), ("ours", "kube-runtime-streaming"),
          ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours-deltafifo", "kube-runtime")]

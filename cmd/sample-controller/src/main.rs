@@ -23,9 +23,13 @@ struct Cli {
     manager: ManagerArgs,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads allocate: their heaps then grow in large steps.
+    controller::heap::grow_heap_in_large_steps();
+    tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
     let shutdown = controller::setup_signal_handler();

@@ -27,6 +27,8 @@
 //! - [`options`], [`logging`], [`signals`]: what the binaries share - the
 //!   `--kubeconfig`/`--master`/`--workers`/`--resync-period`/`--log-format` flags, text or
 //!   JSON logs, and graceful shutdown on SIGTERM (sample-controller's `pkg/signals`).
+//! - [`client`], [`heap`]: how the binaries talk and grow - an API client over HTTP/2
+//!   (as client-go's), and a heap reserved in 64 MiB steps.
 //! - [`testing`]: [`FakeApi`](testing::FakeApi), a recording in-process API for unit
 //!   tests of sync handlers (client-go's fake clientset actions).
 //!
@@ -77,6 +79,7 @@ pub mod client;
 pub mod controller;
 pub mod error;
 pub mod events;
+pub mod heap;
 pub mod logging;
 pub mod manager;
 pub mod options;

@@ -65,9 +65,10 @@ enum Impl {
     /// Ours with set_watch_list(false): always paged lists (500 per page, one page
     /// of read-ahead).
     OursPaged,
-    /// Ours over kube's own HTTP/1.1 client (what `--disable-http2` gives the
-    /// binaries), to separate the client's share from the informer's.
-    OursHttp1,
+    /// Ours as a library user gets it: kube's own HTTP/1.1 client and glibc's default
+    /// heap growth (none of the binaries' process set-up), to separate the informer's
+    /// share from the process's.
+    OursPlain,
     /// Ours with set_queue_kind(DeltaFifo): the classic per-key queue instead of the
     /// default in-order RealFIFO.
     OursDeltafifo,
@@ -89,7 +90,7 @@ impl Impl {
             Impl::OursTransform => "ours-transform",
             Impl::OursStrip => "ours-strip",
             Impl::OursPaged => "ours-paged",
-            Impl::OursHttp1 => "ours-http1",
+            Impl::OursPlain => "ours-plain",
             Impl::OursDeltafifo => "ours-deltafifo",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
@@ -108,14 +109,24 @@ impl Impl {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let process_start = Instant::now();
     let cli = Cli::parse();
+    // As the controller binaries start (before the runtime: see controller::heap).
+    if let Command::Sync { implementation, .. } = &cli.command
+        && implementation.uses_binaries_client()
+    {
+        controller::heap::grow_heap_in_large_steps();
+    }
+    tokio::runtime::Runtime::new()?.block_on(run(cli, process_start))
+}
+
+async fn run(cli: Cli, process_start: Instant) -> anyhow::Result<()> {
     // kubeconfig from KUBECONFIG, no client-side rate limit on either client. Our
-    // informers use the client the controller binaries build (HTTP/2, as client-go);
-    // kube-runtime and `ours-http1` use kube's default client (HTTP/1.1), which is what
-    // a kube-rs user gets from Client::try_default.
+    // informers run in the process set-up the controller binaries have (their HTTP/2
+    // client, the heap grown in 64 MiB steps); kube-runtime and `ours-plain` use kube's
+    // default client (HTTP/1.1) and glibc's defaults, what a kube-rs user gets from
+    // Client::try_default.
     let binaries_client = match &cli.command {
         Command::Sync { implementation, .. } => implementation.uses_binaries_client(),
         Command::Populate { .. } => false,
@@ -281,7 +292,7 @@ async fn sync(
         | Impl::OursStrip
         | Impl::OursPaged
         | Impl::OursDeltafifo
-        | Impl::OursHttp1 => {
+        | Impl::OursPlain => {
             let lister_watcher = Arc::new(
                 cache::ApiListerWatcher::new(api).strip_managed_fields(matches!(implementation, Impl::OursStrip)),
             );
