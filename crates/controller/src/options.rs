@@ -40,8 +40,9 @@ pub struct ClientArgs {
 
     /// Speak HTTP/1.1 only. By default the client negotiates HTTP/2, as client-go
     /// does: one connection multiplexes every watch, list and write (see
-    /// [`client`](crate::client)). `DISABLE_HTTP2` is client-go's variable for it.
-    #[arg(long, env = "DISABLE_HTTP2")]
+    /// [`client`](crate::client)). `DISABLE_HTTP2` is client-go's variable for it, and
+    /// as there any value but a false-like one (`0`, `false`, `no`, `off`) turns it on.
+    #[arg(long, env = "DISABLE_HTTP2", value_parser = clap::builder::FalseyValueParser::new())]
     pub disable_http2: bool,
 }
 
@@ -178,7 +179,7 @@ pub struct RunArgs {
     /// out when objects are decoded (controller-runtime recommends stripping them:
     /// server-side apply's bookkeeping, about half of a cached object's memory, which
     /// no controller here reads from its cache).
-    #[arg(long, env = "KEEP_MANAGED_FIELDS")]
+    #[arg(long, env = "KEEP_MANAGED_FIELDS", value_parser = clap::builder::FalseyValueParser::new())]
     pub keep_managed_fields: bool,
 
     /// Log format: text or json.

@@ -24,6 +24,7 @@ fn main() {
     if which == "retained" {
         retained(&lines, false);
         retained(&lines, true);
+        parts(lines[0]);
         return;
     }
     let run = |name: &str, f: &mut dyn FnMut(&[u8]) -> usize| {
@@ -127,4 +128,41 @@ pub fn retained(lines: &[&[u8]], strip: bool) {
         lines.iter().map(|l| l.len()).sum::<usize>() as f64 / lines.len() as f64
     );
     drop(kept);
+}
+
+/// Heap bytes (requested sizes) and allocations of decoding `json` as a `T`, kept.
+fn footprint<T: serde::de::DeserializeOwned>(json: &serde_json::Value) -> (usize, usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let text = json.to_string();
+    let (b0, c0) = (counting::LIVE.load(Relaxed), counting::COUNT.load(Relaxed));
+    let kept: T = serde_json::from_str(&text).unwrap();
+    let (b1, c1) = (counting::LIVE.load(Relaxed), counting::COUNT.load(Relaxed));
+    drop(kept);
+    (b1 - b0, c1 - c0)
+}
+
+/// Where the heap bytes of one decoded ConfigMap go, part by part.
+pub fn parts(line: &[u8]) {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+    use std::collections::BTreeMap;
+    let event: serde_json::Value = serde_json::from_slice(line).unwrap();
+    let object = &event["object"];
+    let meta = &object["metadata"];
+    let mut bare_meta = meta.clone();
+    for field in ["labels", "annotations", "managedFields"] {
+        bare_meta.as_object_mut().unwrap().remove(field);
+    }
+    let rows: Vec<(&str, (usize, usize), usize)> = vec![
+        ("whole ConfigMap (heap only)", footprint::<ConfigMap>(object), object.to_string().len()),
+        ("metadata.managedFields", footprint::<Vec<ManagedFieldsEntry>>(&meta["managedFields"]), meta["managedFields"].to_string().len()),
+        ("data (4 keys)", footprint::<BTreeMap<String, String>>(&object["data"]), object["data"].to_string().len()),
+        ("metadata.labels (4)", footprint::<BTreeMap<String, String>>(&meta["labels"]), meta["labels"].to_string().len()),
+        ("metadata.annotations (2)", footprint::<BTreeMap<String, String>>(&meta["annotations"]), meta["annotations"].to_string().len()),
+        ("rest of metadata (name, uid, ...)", footprint::<ObjectMeta>(&bare_meta), bare_meta.to_string().len()),
+    ];
+    println!("| part | JSON bytes | heap bytes | allocations |\n|---|---:|---:|---:|");
+    for (name, (bytes, allocs), json) in rows {
+        println!("| {name} | {json} | {bytes} | {allocs} |");
+    }
+    println!("(plus {} bytes of the ConfigMap struct itself, inline where it is stored)", std::mem::size_of::<ConfigMap>());
 }
