@@ -78,7 +78,8 @@ out, rounds = Path(sys.argv[1]), int(sys.argv[2])
 # (criterion id, Go benchmark, what one element is)
 rows = [
     ("single_worker/arc_str", "SingleWorker", "add+get+done cycle"),
-    ("single_worker/string", "SingleWorker", "add+get+done cycle, String keys (clone counted)"),
+    ("single_worker/arc_str_owned", "SingleWorker", "the same with add(key.clone())"),
+    ("single_worker/string", "SingleWorker", "add+get+done cycle, String keys (stored as a clone)"),
     ("single_worker/rate_limited", "SingleWorkerRateLimited", "add+get+forget+done cycle"),
     ("dedup_heavy/arc_str", "DedupHeavy", "add (10 per key, then get+done)"),
     ("two_producers_two_workers/arc_str", "TwoProducersTwoWorkers", "key added and processed"),

@@ -281,13 +281,13 @@ impl<H: SyncHandler> Controller<H> {
             }
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
-                self.queue.add_after(key.clone(), after);
+                self.queue.add_after_ref(key, after);
                 debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
             }
             Ok(Err(err)) => {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
-                self.queue.add_rate_limited(key.clone());
+                self.queue.add_rate_limited_ref(key);
                 error!(
                     controller = %self.name,
                     key = %key,
@@ -297,7 +297,7 @@ impl<H: SyncHandler> Controller<H> {
                 );
             }
             Err(panic) => {
-                self.queue.add_rate_limited(key.clone());
+                self.queue.add_rate_limited_ref(key);
                 error!(
                     controller = %self.name,
                     key = %key,

@@ -29,12 +29,11 @@
 //! controller and need identical timings, or when every `add_rate_limited` really is
 //! one failed attempt (the sample-controller pattern).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::item_map::ItemMap;
 use crate::queue::Item;
 use crate::rate_limiter::RateLimiter;
 
@@ -64,7 +63,7 @@ use crate::rate_limiter::RateLimiter;
 pub struct CoalescingRateLimiter<T, L> {
     inner: L,
     /// When each item's current backoff ends.
-    pending_until: Mutex<HashMap<T, Instant>>,
+    pending_until: ItemMap<T, Instant>,
 }
 
 impl<T: Item, L: RateLimiter<T>> CoalescingRateLimiter<T, L> {
@@ -72,7 +71,7 @@ impl<T: Item, L: RateLimiter<T>> CoalescingRateLimiter<T, L> {
     pub fn new(inner: L) -> Self {
         Self {
             inner,
-            pending_until: Mutex::new(HashMap::new()),
+            pending_until: ItemMap::new(),
         }
     }
 
@@ -85,31 +84,22 @@ impl<T: Item, L: RateLimiter<T>> CoalescingRateLimiter<T, L> {
 impl<T: Item, L: RateLimiter<T>> RateLimiter<T> for CoalescingRateLimiter<T, L> {
     fn when(&self, item: &T) -> Duration {
         let now = Instant::now();
-        let mut pending = self.pending_until.lock();
-        if let Some(until) = pending.get(item)
-            && *until > now
-        {
-            return *until - now;
-        }
-        let delay = self.inner.when(item);
-        // A "never" (Duration::MAX) cannot be represented as an instant; such an
-        // item is not coalesced, which only means the inner limiter decides again.
-        match now.checked_add(delay) {
-            Some(until) => match pending.get_mut(item) {
-                Some(slot) => *slot = until,
-                None => {
-                    pending.insert(item.clone(), until);
-                }
-            },
-            None => {
-                pending.remove(item);
+        // The inner limiter is asked under the map's lock, so two concurrent calls
+        // for one item cannot both count a failure.
+        self.pending_until.update(item, |until| match until {
+            Some(until) if until > now => (Some(until), until - now),
+            _ => {
+                let delay = self.inner.when(item);
+                // A "never" (Duration::MAX) cannot be represented as an instant;
+                // such an item is not coalesced, which only means the inner limiter
+                // decides again.
+                (now.checked_add(delay), delay)
             }
-        }
-        delay
+        })
     }
 
     fn forget(&self, item: &T) {
-        self.pending_until.lock().remove(item);
+        self.pending_until.remove(item);
         self.inner.forget(item);
     }
 

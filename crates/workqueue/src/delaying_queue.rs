@@ -15,34 +15,28 @@
 //!
 //! Unlike client-go, which hands new entries to its loop over a channel, `add_after`
 //! inserts into the waiting set directly under a short lock, so it never blocks on the
-//! loop; the set is a `BTreeMap` keyed by (ready time, sequence) plus an index by
-//! item, which makes "move an item earlier" an exact O(log n) update.
+//! loop, and wakes the loop only when the new item is the first one due. The set
+//! stores each item once and orders them with a binary heap (see the `waiting`
+//! module for why a heap).
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::ops::Deref;
 use std::pin::pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::metrics::CounterMetric;
 use crate::queue::{Item, Queue, QueueConfig, Shared};
+use crate::spin_lock::Mutex;
+use crate::waiting::Waiting;
 
 /// About 30 years: what a delay too large to represent is clamped to.
 const FAR_FUTURE: Duration = Duration::from_secs(86400 * 365 * 30);
-
-/// Items waiting for their ready time.
-struct Waiting<T> {
-    /// Ordered by (ready time, insertion sequence); the sequence keeps keys unique.
-    by_ready: BTreeMap<(Instant, u64), T>,
-    /// Each waiting item's key in `by_ready`.
-    by_item: HashMap<T, (Instant, u64)>,
-    next_seq: u64,
-}
 
 struct DelayShared<T> {
     waiting: Mutex<Waiting<T>>,
@@ -124,11 +118,7 @@ impl<T: Item> DelayingQueue<T> {
             .as_ref()
             .map(|p| p.new_retries_metric(&queue.shared.name));
         let delay = Arc::new(DelayShared {
-            waiting: Mutex::new(Waiting {
-                by_ready: BTreeMap::new(),
-                by_item: HashMap::new(),
-                next_seq: 0,
-            }),
+            waiting: Mutex::new(Waiting::new()),
             new_head: Notify::new(),
             retries,
         });
@@ -146,32 +136,33 @@ impl<T: Item> DelayingQueue<T> {
     /// waiting, it keeps whichever ready time is earlier. Counts a retry in the
     /// `workqueue_retries_total` metric, like client-go.
     pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_after_cow(Cow::Owned(item), delay);
+    }
+
+    /// [`add_after`](Self::add_after) for an item held by reference: cloned only if
+    /// it is stored (not already waiting with an earlier or equal ready time).
+    pub fn add_after_ref(&self, item: &T, delay: Duration) {
+        self.add_after_cow(Cow::Borrowed(item), delay);
+    }
+
+    fn add_after_cow(&self, item: Cow<'_, T>, delay: Duration) {
         if self.queue.shutting_down() {
             return;
         }
         if let Some(retries) = &self.delay.retries {
             retries.inc();
         }
+        let hash = self.queue.shared.hasher.hash_one(&*item);
         if delay.is_zero() {
-            self.queue.add(item);
+            self.queue.add_hashed(hash, item);
             return;
         }
         let now = Instant::now();
         let ready_at = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
         let mut w = self.delay.waiting.lock();
-        if let Some(&existing) = w.by_item.get(&item) {
-            if existing.0 <= ready_at {
-                return; // already due earlier (or at the same time)
-            }
-            w.by_ready.remove(&existing);
-        }
-        let seq = w.next_seq;
-        w.next_seq += 1;
-        let key = (ready_at, seq);
-        let is_new_head = w.by_ready.first_key_value().is_none_or(|(k, _)| key < *k);
-        w.by_ready.insert(key, item.clone());
-        w.by_item.insert(item, key);
+        let (is_new_head, unused) = w.insert(hash, item, ready_at);
         drop(w);
+        drop(unused);
         if is_new_head {
             self.delay.new_head.notify_one();
         }
@@ -179,7 +170,7 @@ impl<T: Item> DelayingQueue<T> {
 
     /// The number of items waiting for their ready time (not yet in line).
     pub fn waiting_len(&self) -> usize {
-        self.delay.waiting.lock().by_item.len()
+        self.delay.waiting.lock().len()
     }
 
     /// A handle to the underlying plain [`Queue`].
@@ -212,21 +203,10 @@ async fn waiting_loop<T: Item>(
                 return;
             }
             let now = Instant::now();
-            let next_ready = {
-                let mut w = delay.waiting.lock();
-                while let Some(entry) = w.by_ready.first_entry() {
-                    if entry.key().0 > now {
-                        break;
-                    }
-                    let item = entry.remove();
-                    w.by_item.remove(&item);
-                    due.push(item);
-                }
-                w.by_ready.first_key_value().map(|(k, _)| k.0)
-            };
+            let next_ready = delay.waiting.lock().pop_due(now, &mut due);
             // Add outside the waiting lock: the two locks are never held together.
-            for item in due.drain(..) {
-                queue.add(item);
+            for (hash, item) in due.drain(..) {
+                queue.add_hashed(hash, Cow::Owned(item));
             }
             next_ready
         };

@@ -13,6 +13,18 @@
 //! * a key added while a worker holds it is processed again after that worker is
 //!   done, so the last change is never missed.
 //!
+//! # Performance notes
+//!
+//! * [`Queue::get`] returns a [`WorkItem`] that borrows the queue and lends out the
+//!   stored item: a `get` + `done` clones nothing. [`Queue::get_owned`] (or
+//!   [`WorkItem::into_owned`]) gives an [`OwnedWorkItem`] for a spawned task.
+//! * Add keys you hold by reference with [`Queue::add_ref`],
+//!   [`DelayingQueue::add_after_ref`] and [`RateLimitingQueue::add_rate_limited_ref`]:
+//!   the key is cloned only when the queue stores it, never for a duplicate.
+//! * Each item is hashed once per add + get + done cycle and stored once; the locks
+//!   are short spin locks (see the `spin_lock` module) with one atomic
+//!   read-modify-write per critical section.
+//!
 //! The crate has no Kubernetes dependency: items are any `Clone + Eq + Hash + Send +
 //! Sync + 'static` type, and it can be used and tested on its own. All timing goes
 //! through [`tokio::time`], so tests run with paused time and are deterministic.
@@ -58,7 +70,7 @@
 //!             // Success: reset the key's backoff.
 //!             Ok(()) => queue.forget(&key),
 //!             // Failure: retry later, 5 ms, 10 ms, 20 ms, ... (give up after 5).
-//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited(key.clone()),
+//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited_ref(&key),
 //!             Err(_) => queue.forget(&key),
 //!         }
 //!         // Dropping `key` (a WorkItem) calls `done`, which lets the key be queued
@@ -89,11 +101,16 @@
 
 pub mod bucket_rate_limiter;
 pub mod coalescing_rate_limiter;
+mod config;
 pub mod delaying_queue;
+mod item_map;
 pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;
 pub mod rate_limiting_queue;
+mod slots;
+mod spin_lock;
+mod waiting;
 pub mod work_item;
 
 pub use bucket_rate_limiter::BucketRateLimiter;
@@ -109,4 +126,4 @@ pub use rate_limiter::{
     WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
 pub use rate_limiting_queue::RateLimitingQueue;
-pub use work_item::WorkItem;
+pub use work_item::{OwnedWorkItem, WorkItem};

@@ -12,11 +12,17 @@
 //! queue keeps no per-item timestamps at all.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::pin::pin;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::queue::{Item, QueueConfig};
+use crate::queue::{Item, QueueConfig, Shared};
+
+/// How often the unfinished-work gauges are refreshed (client-go's default).
+const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 
 /// The metric names client-go's Prometheus adapter registers (component-base
 /// `metrics/prometheus/workqueue`); each carries the queue name as label `name`.
@@ -175,5 +181,32 @@ impl<T: Item> QueueMetrics<T> {
         }
         self.unfinished_work_seconds.set(total);
         self.longest_running_processor.set(oldest);
+    }
+}
+
+/// Refreshes the unfinished-work gauges until the queue stops or is dropped:
+/// client-go's `updateUnfinishedWorkLoop`.
+pub(crate) async fn update_unfinished_work_loop<T: Item>(
+    queue: Weak<Shared<T>>,
+    stopped: Arc<Notify>,
+) {
+    let mut ticker = tokio::time::interval(UNFINISHED_WORK_UPDATE_PERIOD);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let mut stop = pin!(stopped.notified());
+        stop.as_mut().enable();
+        {
+            let Some(shared) = queue.upgrade() else {
+                return;
+            };
+            let running = shared.with_metrics(|m| m.update_unfinished_work(Instant::now()));
+            if !running {
+                return;
+            }
+        }
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop => {}
+        }
     }
 }

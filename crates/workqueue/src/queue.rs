@@ -17,29 +17,37 @@
 //!   item, while still guaranteeing that the change that arrived mid-processing is
 //!   seen by a later processing.
 //!
-//! Here `dirty` and `processing` are folded into one map from item to [`ItemState`], so
-//! each operation hashes the item once or twice instead of up to four times; the
-//! states map one to one onto client-go's two sets (see [`ItemState`]).
+//! Here `dirty` and `processing` are folded into one state per item (see
+//! [`ItemState`]), and each item is stored once, in a slot found by hash: an add +
+//! get + done cycle hashes the item once (in `add`), and `get` and `done` reach the
+//! slot by its number (the `slots` module explains the layout and why).
 //!
 //! # Deviation from client-go
 //!
 //! client-go's `Done` on an item that is *not* being processed but is queued appends it
 //! to the queue a second time (a duplicate in line). Here `done` on an item that is not
 //! being processed is a no-op, so the "never queued twice" invariant always holds.
+//! Likewise a [`WorkItem`] finishes only the processing it was handed out for: if that
+//! processing was already ended with [`Queue::done`], dropping the guard does nothing.
 
-use std::collections::{HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::spin_lock::Mutex;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use crate::metrics::{self, MetricsProvider, QueueMetrics};
-use crate::work_item::WorkItem;
+use crate::slots::{Found, SlotRef, Slots};
+use crate::work_item::{Handout, OwnedWorkItem, WorkItem};
+
+mod done;
+
+pub use crate::config::QueueConfig;
 
 /// What a queue can hold: anything cheap to clone, comparable and hashable.
 ///
@@ -50,7 +58,7 @@ use crate::work_item::WorkItem;
 pub trait Item: Clone + Eq + Hash + Send + Sync + 'static {}
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> Item for T {}
 
-/// The hasher for the queue's item map: foldhash, randomly seeded per process. Keys
+/// The hasher for the queue's item index: foldhash, randomly seeded per process. Keys
 /// are short strings, and SipHash (std's default) cost more than everything else in
 /// an add/get/done cycle; foldhash is several times faster and, being seeded, still
 /// resists crafted collisions well enough for keys taken from API object names.
@@ -75,59 +83,53 @@ pub enum ItemState {
     ProcessingDirty,
 }
 
-/// How a queue is named and instrumented: client-go's `TypedQueueConfig`.
-///
-/// A queue reports metrics only when it has a non-empty [`name`](Self::name) and a
-/// metrics provider (its own, or the process-wide one set with
-/// [`set_global_metrics_provider`](crate::set_global_metrics_provider)), exactly like
-/// client-go, where an unnamed queue gets no metrics.
-#[derive(Clone, Default)]
-pub struct QueueConfig {
-    /// The queue's name, the `name` label on every metric. Empty means no metrics.
-    pub name: String,
-    /// The provider for this queue's metrics; `None` uses the global provider.
-    pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
+/// The queue's bookkeeping for one stored item (a slot).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    state: ItemState,
+    /// The item is no longer in the index (its processing is done) and waits only
+    /// for the last [`WorkItem`] pointing at it to go away.
+    finished: bool,
+    /// Counts the item's handouts; a `WorkItem` finishes only its own.
+    handout: u32,
+    /// Live `WorkItem`s pointing at the stored item: it is freed only at 0.
+    guards: u32,
 }
 
-impl QueueConfig {
-    /// A config with the given name and the global metrics provider.
-    pub fn named(name: impl Into<String>) -> Self {
+/// A newly stored item: queued, never handed out.
+impl Default for Meta {
+    fn default() -> Self {
         Self {
-            name: name.into(),
-            metrics_provider: None,
+            state: ItemState::Queued,
+            finished: false,
+            handout: 0,
+            guards: 0,
         }
     }
-
-    /// Use `provider` for this queue's metrics instead of the global provider.
-    pub fn with_metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
-        self.metrics_provider = Some(provider);
-        self
-    }
 }
-
-impl fmt::Debug for QueueConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueConfig")
-            .field("name", &self.name)
-            .field("metrics_provider", &self.metrics_provider.is_some())
-            .finish()
-    }
-}
-
-/// How often the unfinished-work gauges are refreshed (client-go's default).
-const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 
 /// Everything behind the queue's lock.
 struct State<T> {
-    /// FIFO of items in state `Queued` (client-go `queue`).
-    queue: VecDeque<T>,
-    /// Every item that is dirty, processing or both (client-go `dirty` + `processing`).
-    items: HashMap<T, ItemState, FastState>,
+    /// Every item that is dirty, processing or both (client-go `dirty` + `processing`),
+    /// plus finished items that a `WorkItem` still points at.
+    items: Slots<T, Meta>,
+    /// Slots of the items in state `Queued`, in order (client-go `queue`).
+    fifo: VecDeque<SlotRef<T, Meta>>,
     /// Number of items in `Processing` or `ProcessingDirty`.
     processing: usize,
     /// Number of `get` calls waiting for an item: `add` wakes one only if there is
     /// one, so the common uncontended add never touches the `Notify`.
     waiting_getters: usize,
+    /// Wake-ups sent to waiting getters that no getter has acted on yet: an `add`
+    /// wakes a getter only if more getters wait than wake-ups are on their way.
+    /// Without it, every add between a wake-up and the woken getter's next run
+    /// (often a whole burst, the woken task waits for a thread) sent another one:
+    /// measured with two producers and two workers, one `notify_one` per item.
+    /// Every getter leaving the waiting path takes one off (saturating), whether or
+    /// not its wake-up was the reason: the count may fall short, which costs at most
+    /// a spare wake-up, but never exceeds the wake-ups really under way, so a waiting
+    /// getter is never left asleep next to a queued item.
+    wakes_in_flight: usize,
     shutting_down: bool,
     /// Set by `shut_down_with_drain`, cleared by `shut_down`.
     drain: bool,
@@ -135,9 +137,27 @@ struct State<T> {
     metrics: Option<QueueMetrics<T>>,
 }
 
+impl<T> State<T> {
+    /// Whether an item just queued must wake a getter (one more wake-up is then
+    /// counted as under way): only if more getters wait than wake-ups are under way.
+    fn wake_a_getter(&mut self) -> bool {
+        let wake = self.waiting_getters > self.wakes_in_flight;
+        if wake {
+            self.wakes_in_flight += 1;
+        }
+        wake
+    }
+}
+
 /// The part every handle of a queue shares.
 pub(crate) struct Shared<T> {
     state: Mutex<State<T>>,
+    /// Hashes items before the lock is taken (the delaying queue's waiting set uses
+    /// it too).
+    pub(crate) hasher: FastState,
+    /// Mirrors `State::shutting_down` for lock-free checks (`add_after`); written
+    /// under the lock.
+    stopping: AtomicBool,
     /// Wakes `get` callers: one per added item, all on shutdown.
     item_ready: Notify,
     /// Wakes `shut_down_with_drain` when processing becomes empty or drain is cancelled.
@@ -203,7 +223,7 @@ impl<T: Item> fmt::Debug for Queue<T> {
         let st = self.shared.state.lock();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
-            .field("len", &st.queue.len())
+            .field("len", &st.fifo.len())
             .field("processing", &st.processing)
             .field("shutting_down", &st.shutting_down)
             .finish()
@@ -229,14 +249,17 @@ impl<T: Item> Queue<T> {
         let queue = Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    queue: VecDeque::new(),
-                    items: HashMap::default(),
+                    items: Slots::new(),
+                    fifo: VecDeque::new(),
                     processing: 0,
                     waiting_getters: 0,
+                    wakes_in_flight: 0,
                     shutting_down: false,
                     drain: false,
                     metrics: queue_metrics,
                 }),
+                hasher: FastState::default(),
+                stopping: AtomicBool::new(false),
                 item_ready: Notify::new(),
                 drained: Notify::new(),
                 stopped: Arc::new(Notify::new()),
@@ -245,7 +268,7 @@ impl<T: Item> Queue<T> {
             }),
         };
         if has_metrics && let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(update_unfinished_work_loop(
+            handle.spawn(metrics::update_unfinished_work_loop(
                 Arc::downgrade(&queue.shared),
                 Arc::clone(&queue.shared.stopped),
             ));
@@ -264,29 +287,58 @@ impl<T: Item> Queue<T> {
     /// * Ignored if the item is already waiting (deduplication).
     /// * If a worker holds the item, it is only marked dirty and goes back in line
     ///   when that worker calls [`done`](Self::done).
+    ///
+    /// When you hold the item by reference, [`add_ref`](Self::add_ref) saves the
+    /// clone whenever the item is already known.
     pub fn add(&self, item: T) {
-        let mut st = self.shared.state.lock();
+        self.add_cow(Cow::Owned(item));
+    }
+
+    /// [`add`](Self::add) for an item held by reference: the item is cloned only if
+    /// the queue stores it (it was not dirty yet), so re-adding an item that is
+    /// already waiting costs no clone at all (for `Arc<str>` keys, no reference-count
+    /// traffic; for `String` keys, no allocation).
+    pub fn add_ref(&self, item: &T) {
+        self.add_cow(Cow::Borrowed(item));
+    }
+
+    fn add_cow(&self, item: Cow<'_, T>) {
+        // Hash before locking: the lock is held for the shortest possible time.
+        self.add_hashed(self.shared.hasher.hash_one(&*item), item);
+    }
+
+    /// `add` of an item whose hash (by `Shared::hasher`) is already known.
+    pub(crate) fn add_hashed(&self, hash: u64, item: Cow<'_, T>) {
+        let mut guard = self.shared.state.lock();
+        let st = &mut *guard;
         if st.shutting_down {
             return;
         }
-        let pushed = match st.items.get_mut(&item) {
-            Some(ItemState::Queued | ItemState::ProcessingDirty) => return,
-            Some(state @ ItemState::Processing) => {
-                *state = ItemState::ProcessingDirty;
-                false
+        match st.items.find_or_insert(hash, item, Meta::default()) {
+            Found::Inserted(slot) => {
+                st.fifo.push_back(slot);
+                if let Some(m) = st.metrics.as_mut() {
+                    m.add(st.items.get(slot).key());
+                }
+                let wake = st.wake_a_getter();
+                drop(guard);
+                if wake {
+                    self.shared.item_ready.notify_one();
+                }
             }
-            None => true,
-        };
-        if let Some(m) = st.metrics.as_mut() {
-            m.add(&item);
-        }
-        if pushed {
-            st.items.insert(item.clone(), ItemState::Queued);
-            st.queue.push_back(item);
-            let wake = st.waiting_getters > 0;
-            drop(st);
-            if wake {
-                self.shared.item_ready.notify_one();
+            Found::Existing(slot, duplicate) => {
+                let slot = st.items.get(slot);
+                let mut meta = slot.meta.get();
+                if meta.state == ItemState::Processing {
+                    meta.state = ItemState::ProcessingDirty;
+                    slot.meta.set(meta);
+                    if let Some(m) = st.metrics.as_mut() {
+                        m.add(slot.key());
+                    }
+                }
+                // The caller's copy is dropped after unlocking.
+                drop(guard);
+                drop(duplicate);
             }
         }
     }
@@ -299,11 +351,13 @@ impl<T: Item> Queue<T> {
     ///
     /// The returned [`WorkItem`] marks the item as being processed and calls
     /// [`done`](Self::done) when dropped, so a worker cannot forget it (not even when
-    /// it panics). Cancel-safe: dropping the future never loses an item.
-    pub async fn get(&self) -> Option<WorkItem<T>> {
+    /// it panics). It borrows the queue, which keeps a `get` + `done` free of
+    /// reference-count traffic; use [`get_owned`](Self::get_owned) to hand the item to
+    /// another task. Cancel-safe: dropping the future never loses an item.
+    pub async fn get(&self) -> Option<WorkItem<'_, T>> {
         // Fast path: an item is waiting; no wake-up registration needed.
         match self.pop() {
-            Popped::Item(item) => return Some(WorkItem::new(item, self.clone())),
+            Popped::Item(h) => return Some(WorkItem::new(h, self)),
             Popped::ShutDown => return None,
             Popped::Empty => {}
         }
@@ -315,7 +369,11 @@ impl<T: Item> Queue<T> {
             {
                 let mut st = self.shared.state.lock();
                 match Self::pop_locked(&mut st) {
-                    Popped::Item(item) => return Some(WorkItem::new(item, self.clone())),
+                    Popped::Item(h) => {
+                        // This getter may have taken a wake-up meant for a waiter.
+                        st.wakes_in_flight = st.wakes_in_flight.saturating_sub(1);
+                        return Some(WorkItem::new(h, self));
+                    }
                     Popped::ShutDown => return None,
                     Popped::Empty => st.waiting_getters += 1,
                 }
@@ -326,11 +384,17 @@ impl<T: Item> Queue<T> {
         }
     }
 
+    /// [`get`](Self::get), returning a guard that owns a handle to the queue
+    /// (`'static`), for workers that pass the item on to a spawned task.
+    pub async fn get_owned(&self) -> Option<OwnedWorkItem<T>> {
+        self.get().await.map(WorkItem::into_owned)
+    }
+
     /// Takes the next item if one is waiting, without waiting: `None` when the queue
     /// is empty or shut down. Handy in tests and single-threaded drivers.
-    pub fn try_get(&self) -> Option<WorkItem<T>> {
+    pub fn try_get(&self) -> Option<WorkItem<'_, T>> {
         match self.pop() {
-            Popped::Item(item) => Some(WorkItem::new(item, self.clone())),
+            Popped::Item(h) => Some(WorkItem::new(h, self)),
             Popped::ShutDown | Popped::Empty => None,
         }
     }
@@ -340,60 +404,28 @@ impl<T: Item> Queue<T> {
     }
 
     fn pop_locked(st: &mut State<T>) -> Popped<T> {
-        let Some(item) = st.queue.pop_front() else {
+        let Some(slot_ref) = st.fifo.pop_front() else {
             return if st.shutting_down {
                 Popped::ShutDown
             } else {
                 Popped::Empty
             };
         };
-        if let Some(state) = st.items.get_mut(&item) {
-            *state = ItemState::Processing;
-        }
+        let slot = st.items.get(slot_ref);
+        let mut meta = slot.meta.get();
+        meta.state = ItemState::Processing;
+        meta.handout = meta.handout.wrapping_add(1);
+        meta.guards += 1;
+        slot.meta.set(meta);
         st.processing += 1;
         if let Some(m) = st.metrics.as_mut() {
-            m.get(&item);
+            m.get(slot.key());
         }
-        Popped::Item(item)
-    }
-
-    /// Marks `item` as done processing: client-go's `Done`.
-    ///
-    /// If the item was added while it was being processed it goes back in line now.
-    /// [`WorkItem`] calls this for you when dropped; call it yourself only for items
-    /// taken out of their guard with [`WorkItem::into_inner`]. Calling it for an item
-    /// that is not being processed does nothing.
-    pub fn done(&self, item: &T) {
-        let mut st = self.shared.state.lock();
-        // One lookup on the common path: the item leaves the map unless it was added
-        // again meanwhile (then it goes straight back in line).
-        let requeued = match st.items.get_mut(item) {
-            Some(state @ ItemState::ProcessingDirty) => {
-                *state = ItemState::Queued;
-                true
-            }
-            Some(ItemState::Processing) => false,
-            Some(ItemState::Queued) | None => return,
-        };
-        if requeued {
-            st.queue.push_back(item.clone());
-        } else {
-            st.items.remove(item);
-        }
-        st.processing -= 1;
-        if let Some(m) = st.metrics.as_mut() {
-            m.done(item);
-        }
-        // Wake a getter or a pending `shut_down_with_drain` only if there is one.
-        let wake = requeued && st.waiting_getters > 0;
-        let drained = st.processing == 0 && st.drain;
-        drop(st);
-        if wake {
-            self.shared.item_ready.notify_one();
-        }
-        if drained {
-            self.shared.drained.notify_waiters();
-        }
+        Popped::Item(Handout {
+            key: st.items.key_ptr(slot_ref),
+            slot: slot_ref,
+            handout: meta.handout,
+        })
     }
 
     /// The number of items waiting in line (not counting those being processed).
@@ -401,7 +433,7 @@ impl<T: Item> Queue<T> {
     /// For information only: never gate `add` or `get` on it, it can change the
     /// moment it is read.
     pub fn len(&self) -> usize {
-        self.shared.state.lock().queue.len()
+        self.shared.state.lock().fifo.len()
     }
 
     /// Whether no item is waiting in line.
@@ -411,7 +443,11 @@ impl<T: Item> Queue<T> {
 
     /// Where `item` stands, or `None` if the queue does not know it.
     pub fn state_of(&self, item: &T) -> Option<ItemState> {
-        self.shared.state.lock().items.get(item).copied()
+        let hash = self.shared.hasher.hash_one(item);
+        let st = self.shared.state.lock();
+        st.items
+            .find(hash, item)
+            .map(|slot| st.items.get(slot).meta.get().state)
     }
 
     /// Stops the queue: client-go's `ShutDown`.
@@ -449,6 +485,7 @@ impl<T: Item> Queue<T> {
             let mut st = self.shared.state.lock();
             st.drain = drain;
             st.shutting_down = true;
+            self.shared.stopping.store(true, Ordering::Release);
         }
         self.shared.item_ready.notify_waiters();
         self.shared.drained.notify_waiters();
@@ -457,7 +494,7 @@ impl<T: Item> Queue<T> {
 
     /// Whether [`shut_down`](Self::shut_down) (or the drain variant) has been called.
     pub fn shutting_down(&self) -> bool {
-        self.shared.state.lock().shutting_down
+        self.shared.stopping.load(Ordering::Acquire)
     }
 
     pub(crate) fn downgrade(&self) -> Weak<Shared<T>> {
@@ -469,44 +506,34 @@ impl<T: Item> Queue<T> {
     }
 }
 
+impl<T: Item> Shared<T> {
+    /// Runs `f` on the metrics bookkeeping, if the queue has metrics and is not
+    /// shut down (for the unfinished-work updater).
+    pub(crate) fn with_metrics(&self, f: impl FnOnce(&QueueMetrics<T>)) -> bool {
+        let st = self.state.lock();
+        if st.shutting_down {
+            return false;
+        }
+        if let Some(m) = st.metrics.as_ref() {
+            f(m);
+        }
+        true
+    }
+}
+
 /// Undoes a `get`'s "waiting" count when it wakes up or is cancelled.
 struct WaitingGetter<'a, T: Item>(&'a Queue<T>);
 
 impl<T: Item> Drop for WaitingGetter<'_, T> {
     fn drop(&mut self) {
-        self.0.shared.state.lock().waiting_getters -= 1;
+        let mut st = self.0.shared.state.lock();
+        st.waiting_getters -= 1;
+        st.wakes_in_flight = st.wakes_in_flight.saturating_sub(1);
     }
 }
 
 enum Popped<T> {
-    Item(T),
+    Item(Handout<T>),
     Empty,
     ShutDown,
-}
-
-/// Refreshes the unfinished-work gauges until the queue stops or is dropped:
-/// client-go's `updateUnfinishedWorkLoop`.
-async fn update_unfinished_work_loop<T: Item>(queue: Weak<Shared<T>>, stopped: Arc<Notify>) {
-    let mut ticker = tokio::time::interval(UNFINISHED_WORK_UPDATE_PERIOD);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        let mut stop = pin!(stopped.notified());
-        stop.as_mut().enable();
-        {
-            let Some(shared) = queue.upgrade() else {
-                return;
-            };
-            let st = shared.state.lock();
-            if st.shutting_down {
-                return;
-            }
-            if let Some(m) = st.metrics.as_ref() {
-                m.update_unfinished_work(Instant::now());
-            }
-        }
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop => {}
-        }
-    }
 }

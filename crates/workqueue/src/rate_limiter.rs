@@ -16,13 +16,11 @@
 //!
 //! [`RateLimitingQueue`]: crate::RateLimitingQueue
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use crate::bucket_rate_limiter::BucketRateLimiter;
+use crate::item_map::ItemMap;
 use crate::queue::Item;
 
 /// Decides how long an item waits before a retry: client-go's `TypedRateLimiter`.
@@ -61,18 +59,12 @@ impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
 }
 
 /// Adds one failure for `item` and returns its new count. Clones the item only the
-/// first time it fails, so repeated failures do not allocate.
-pub(crate) fn count_failure<T: Item>(failures: &mut HashMap<T, u32>, item: &T) -> u32 {
-    match failures.get_mut(item) {
-        Some(count) => {
-            *count = count.saturating_add(1);
-            *count
-        }
-        None => {
-            failures.insert(item.clone(), 1);
-            1
-        }
-    }
+/// first time it fails, so repeated failures do not allocate; hashes it once.
+pub(crate) fn count_failure<T: Item>(failures: &ItemMap<T, u32>, item: &T) -> u32 {
+    failures.update(item, |count| {
+        let count = count.map_or(1, |c| c.saturating_add(1));
+        (Some(count), count)
+    })
 }
 
 /// `base * 2^failures`, capped at `max`, without overflowing for any failure count.
@@ -103,7 +95,7 @@ pub(crate) fn exponential_backoff(base: Duration, failures: u32, max: Duration) 
 pub struct ItemExponentialFailureRateLimiter<T> {
     base_delay: Duration,
     max_delay: Duration,
-    failures: Mutex<HashMap<T, u32>>,
+    failures: ItemMap<T, u32>,
 }
 
 impl<T: Item> ItemExponentialFailureRateLimiter<T> {
@@ -112,23 +104,23 @@ impl<T: Item> ItemExponentialFailureRateLimiter<T> {
         Self {
             base_delay,
             max_delay,
-            failures: Mutex::new(HashMap::new()),
+            failures: ItemMap::new(),
         }
     }
 }
 
 impl<T: Item> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        let exp = count_failure(&mut self.failures.lock(), item) - 1;
+        let exp = count_failure(&self.failures, item) - 1;
         exponential_backoff(self.base_delay, exp, self.max_delay)
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.remove(item);
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.get(item).unwrap_or(0)
     }
 }
 
@@ -140,7 +132,7 @@ pub struct ItemFastSlowRateLimiter<T> {
     fast_delay: Duration,
     slow_delay: Duration,
     max_fast_attempts: u32,
-    failures: Mutex<HashMap<T, u32>>,
+    failures: ItemMap<T, u32>,
 }
 
 impl<T: Item> ItemFastSlowRateLimiter<T> {
@@ -150,14 +142,14 @@ impl<T: Item> ItemFastSlowRateLimiter<T> {
             fast_delay,
             slow_delay,
             max_fast_attempts,
-            failures: Mutex::new(HashMap::new()),
+            failures: ItemMap::new(),
         }
     }
 }
 
 impl<T: Item> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        if count_failure(&mut self.failures.lock(), item) <= self.max_fast_attempts {
+        if count_failure(&self.failures, item) <= self.max_fast_attempts {
             self.fast_delay
         } else {
             self.slow_delay
@@ -165,11 +157,11 @@ impl<T: Item> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        self.failures.remove(item);
     }
 
     fn num_requeues(&self, item: &T) -> u32 {
-        self.failures.lock().get(item).copied().unwrap_or(0)
+        self.failures.get(item).unwrap_or(0)
     }
 }
 
@@ -285,12 +277,12 @@ mod tests {
     }
 
     #[test]
-    fn count_failure_clones_only_the_first_time() {
-        let mut failures = HashMap::new();
-        assert_eq!(count_failure(&mut failures, &"a"), 1);
-        assert_eq!(count_failure(&mut failures, &"a"), 2);
-        assert_eq!(failures.len(), 1);
-        failures.insert("b", u32::MAX);
-        assert_eq!(count_failure(&mut failures, &"b"), u32::MAX, "saturates");
+    fn count_failure_counts_and_saturates() {
+        let failures = ItemMap::new();
+        assert_eq!(count_failure(&failures, &"a"), 1);
+        assert_eq!(count_failure(&failures, &"a"), 2);
+        assert_eq!(failures.get(&"b"), None);
+        failures.update(&"b", |_| (Some(u32::MAX), ()));
+        assert_eq!(count_failure(&failures, &"b"), u32::MAX, "saturates");
     }
 }

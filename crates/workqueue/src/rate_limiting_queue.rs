@@ -92,6 +92,14 @@ impl<T: Item> RateLimitingQueue<T> {
         self.queue.add_after(item, delay);
     }
 
+    /// [`add_rate_limited`](Self::add_rate_limited) for an item held by reference
+    /// (a worker's [`WorkItem`](crate::WorkItem)): the item is cloned only if it is
+    /// stored, not when it is already waiting to be retried earlier.
+    pub fn add_rate_limited_ref(&self, item: &T) {
+        let delay = self.limiter.when(item);
+        self.queue.add_after_ref(item, delay);
+    }
+
     /// Resets `item`'s backoff: client-go's `Forget`. Call it when processing
     /// succeeded (or when giving up on the item). It does not replace `done`.
     pub fn forget(&self, item: &T) {

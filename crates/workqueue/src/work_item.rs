@@ -7,11 +7,50 @@
 //! [`Queue::done`] when it is dropped, so the compiler and the unwinder take care of
 //! it. Learners who want to see the explicit call can still write `item.done()`, or
 //! take the key out with [`WorkItem::into_inner`] and call `queue.done(&key)`.
+//!
+//! # Why the guard borrows the queue
+//!
+//! A worker's cycle is `get`, process, `done`. The guard [`Queue::get`] returns
+//! borrows the queue and points at the item the queue stores, so that cycle clones
+//! neither the queue handle nor the item: on a shared machine each reference-count
+//! increment or decrement is an atomic read-modify-write costing about as much as a
+//! lock acquisition, and the guard used to do four of them. When the item must move
+//! to another task, [`WorkItem::into_owned`] (or [`Queue::get_owned`]) gives an
+//! [`OwnedWorkItem`] that holds its own queue handle.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
+use std::ptr::NonNull;
 
-use crate::queue::{Item, Queue};
+use crate::queue::{Item, Meta, Queue};
+use crate::slots::SlotRef;
+
+/// What the queue handed out: which slot, which handout of it, and the item there.
+pub(crate) struct Handout<T> {
+    /// The item stored in the slot; valid while this handout is counted among the
+    /// slot's guards (the queue frees the slot only when that count is 0).
+    pub(crate) key: NonNull<T>,
+    pub(crate) slot: SlotRef<T, Meta>,
+    pub(crate) handout: u32,
+}
+
+impl<T> Clone for Handout<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Handout<T> {}
+
+impl<T> Handout<T> {
+    fn item(&self) -> &T {
+        // SAFETY: the queue keeps the slot's item in place and unmodified while this
+        // handout is counted as a guard (see `Handout::key`); every guard type gives
+        // the count back exactly once, in `Drop` or `into_inner`.
+        unsafe { self.key.as_ref() }
+    }
+}
 
 /// An item handed out by [`Queue::get`], held until processing ends.
 ///
@@ -19,23 +58,29 @@ use crate::queue::{Item, Queue};
 /// be left in the processing set by a forgotten `done`, an early `return` or a panic.
 /// Call [`done`](Self::done) to make the end of processing explicit, as client-go
 /// code does with `defer queue.Done(key)`.
+///
+/// It borrows the queue; [`into_owned`](Self::into_owned) turns it into a `'static`
+/// [`OwnedWorkItem`].
 #[must_use = "dropping a WorkItem at once marks it done without processing it"]
-pub struct WorkItem<T: Item> {
-    item: Option<T>,
-    queue: Queue<T>,
+pub struct WorkItem<'q, T: Item> {
+    handout: Handout<T>,
+    queue: &'q Queue<T>,
 }
 
-impl<T: Item> WorkItem<T> {
-    pub(crate) fn new(item: T, queue: Queue<T>) -> Self {
-        Self {
-            item: Some(item),
-            queue,
-        }
+// SAFETY: a `WorkItem` is a `&T` into the queue's storage plus a `&Queue<T>`; both are
+// `Send` and `Sync` because `T: Send + Sync` (the `Item` bounds).
+unsafe impl<T: Item> Send for WorkItem<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Item> Sync for WorkItem<'_, T> {}
+
+impl<'q, T: Item> WorkItem<'q, T> {
+    pub(crate) fn new(handout: Handout<T>, queue: &'q Queue<T>) -> Self {
+        Self { handout, queue }
     }
 
     /// The item.
     pub fn item(&self) -> &T {
-        self.item.as_ref().expect("item is present until drop")
+        self.handout.item()
     }
 
     /// Marks the item done now (the same as dropping the guard, but says so).
@@ -45,28 +90,93 @@ impl<T: Item> WorkItem<T> {
 
     /// Takes the item out of the guard **without** marking it done: the caller must
     /// call [`Queue::done`] for it, exactly like client-go code.
-    pub fn into_inner(mut self) -> T {
-        self.item.take().expect("item is present until drop")
+    pub fn into_inner(self) -> T {
+        let this = ManuallyDrop::new(self);
+        this.queue.release_guard(&this.handout)
+    }
+
+    /// The same guard with its own handle to the queue, so that it can be moved into
+    /// a spawned task (costs one reference-count increment).
+    pub fn into_owned(self) -> OwnedWorkItem<T> {
+        let this = ManuallyDrop::new(self);
+        OwnedWorkItem {
+            handout: this.handout,
+            queue: this.queue.clone(),
+        }
     }
 }
 
-impl<T: Item> Deref for WorkItem<T> {
+impl<T: Item> Deref for WorkItem<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         self.item()
     }
 }
 
-impl<T: Item + fmt::Debug> fmt::Debug for WorkItem<T> {
+impl<T: Item + fmt::Debug> fmt::Debug for WorkItem<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("WorkItem").field(&self.item).finish()
+        f.debug_tuple("WorkItem").field(self.item()).finish()
     }
 }
 
-impl<T: Item> Drop for WorkItem<T> {
+impl<T: Item> Drop for WorkItem<'_, T> {
     fn drop(&mut self) {
-        if let Some(item) = self.item.take() {
-            self.queue.done(&item);
-        }
+        self.queue.finish(&self.handout);
+    }
+}
+
+/// A [`WorkItem`] that owns a handle to its queue, so it is `'static` and can be
+/// moved into a spawned task. From [`Queue::get_owned`] or [`WorkItem::into_owned`];
+/// otherwise the same guard: dropping it marks the item done.
+#[must_use = "dropping an OwnedWorkItem at once marks it done without processing it"]
+pub struct OwnedWorkItem<T: Item> {
+    handout: Handout<T>,
+    queue: Queue<T>,
+}
+
+// SAFETY: as for `WorkItem`: a `&T` into the queue's storage plus a queue handle.
+unsafe impl<T: Item> Send for OwnedWorkItem<T> {}
+// SAFETY: as above.
+unsafe impl<T: Item> Sync for OwnedWorkItem<T> {}
+
+impl<T: Item> OwnedWorkItem<T> {
+    /// The item.
+    pub fn item(&self) -> &T {
+        self.handout.item()
+    }
+
+    /// Marks the item done now (the same as dropping the guard, but says so).
+    pub fn done(self) {
+        drop(self);
+    }
+
+    /// Takes the item out of the guard **without** marking it done: the caller must
+    /// call [`Queue::done`] for it, exactly like client-go code.
+    pub fn into_inner(self) -> T {
+        let mut this = ManuallyDrop::new(self);
+        let item = this.queue.release_guard(&this.handout);
+        // SAFETY: `this` is never used or dropped again, so its queue handle is
+        // dropped exactly once, here (the guard's own `Drop` must not run).
+        unsafe { std::ptr::drop_in_place(&mut this.queue) };
+        item
+    }
+}
+
+impl<T: Item> Deref for OwnedWorkItem<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.item()
+    }
+}
+
+impl<T: Item + fmt::Debug> fmt::Debug for OwnedWorkItem<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("OwnedWorkItem").field(self.item()).finish()
+    }
+}
+
+impl<T: Item> Drop for OwnedWorkItem<T> {
+    fn drop(&mut self) {
+        self.queue.finish(&self.handout);
     }
 }

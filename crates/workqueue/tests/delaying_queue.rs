@@ -193,3 +193,42 @@ async fn timer_task_ends_when_the_queue_is_dropped() {
         0
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn moving_an_item_earlier_again_and_again_fires_it_once() {
+    let q = DelayingQueue::new();
+    // Each add_after moves "a" 1 ms earlier: every move leaves a stale timer entry.
+    for i in 0..5_000u32 {
+        q.add_after("a", Duration::from_secs(10) - i * MS);
+        q.add_after_ref(&"b", Duration::from_secs(20));
+    }
+    assert_eq!(q.waiting_len(), 2);
+    let start = Instant::now();
+    let first = q.get().await.unwrap();
+    assert_eq!(*first, "a");
+    assert_eq!(start.elapsed(), Duration::from_secs(10) - 4_999 * MS);
+    first.done();
+    let second = q.get().await.unwrap();
+    assert_eq!(*second, "b", "the stale entries of 'a' never fire");
+    assert_eq!(start.elapsed(), Duration::from_secs(20));
+    second.done();
+    advance(Duration::from_secs(60)).await;
+    settle().await;
+    assert!(q.is_empty());
+    assert_eq!(q.waiting_len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn items_due_at_the_same_time_come_out_in_add_order() {
+    let q = DelayingQueue::new();
+    for k in ["c", "a", "d", "b"] {
+        q.add_after(k, 5 * MS);
+    }
+    advance(5 * MS).await;
+    settle().await;
+    let mut order = Vec::new();
+    while let Some(item) = q.try_get() {
+        order.push(item.into_inner());
+    }
+    assert_eq!(order, ["c", "a", "d", "b"]);
+}

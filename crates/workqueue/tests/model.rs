@@ -5,27 +5,63 @@
 use std::collections::{HashSet, VecDeque};
 
 use proptest::prelude::*;
-use workqueue::{ItemState, Queue, WorkItem};
+use workqueue::{ItemState, OwnedWorkItem, Queue, WorkItem};
 
 #[derive(Debug, Clone)]
 enum Op {
     Add(u8),
-    Get,
+    /// Add through `add_ref` (the item is cloned only if stored).
+    AddRef(u8),
+    /// Get; `true` keeps the item as an `OwnedWorkItem`.
+    Get(bool),
     /// Finish the n-th held item (modulo how many are held).
     Done(usize),
     /// Finish a held item through `into_inner` + an explicit `Queue::done`.
     ExplicitDone(usize),
+    /// `Queue::done` for a held item while its guard lives on; dropping the guard
+    /// later must not touch the item again (it may be queued or held anew by then).
+    DoneWhileGuarded(usize),
     ShutDown,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0u8..6).prop_map(Op::Add),
-        4 => Just(Op::Get),
+        4 => (0u8..6).prop_map(Op::Add),
+        2 => (0u8..6).prop_map(Op::AddRef),
+        4 => any::<bool>().prop_map(Op::Get),
         3 => any::<usize>().prop_map(Op::Done),
         1 => any::<usize>().prop_map(Op::ExplicitDone),
+        1 => any::<usize>().prop_map(Op::DoneWhileGuarded),
         1 => Just(Op::ShutDown),
     ]
+}
+
+/// A guard as the test holds it.
+enum Guard<'q> {
+    Borrowed(WorkItem<'q, u8>),
+    Owned(OwnedWorkItem<u8>),
+}
+
+impl Guard<'_> {
+    fn key(&self) -> u8 {
+        match self {
+            Guard::Borrowed(g) => **g,
+            Guard::Owned(g) => **g,
+        }
+    }
+
+    fn into_inner(self) -> u8 {
+        match self {
+            Guard::Borrowed(g) => g.into_inner(),
+            Guard::Owned(g) => g.into_inner(),
+        }
+    }
+}
+
+/// A held guard, and whether its processing was already ended by `Queue::done`.
+struct Held<'q> {
+    guard: Guard<'q>,
+    finished: bool,
 }
 
 /// The rules, written as plainly as possible: a list, a held set, a re-run set.
@@ -79,7 +115,7 @@ proptest! {
     fn queue_matches_the_sequential_model(ops in prop::collection::vec(op(), 1..200)) {
         let queue = Queue::new();
         let mut model = Model::default();
-        let mut held: Vec<WorkItem<u8>> = Vec::new();
+        let mut held: Vec<Held<'_>> = Vec::new();
 
         for op in ops {
             match op {
@@ -87,29 +123,53 @@ proptest! {
                     queue.add(k);
                     model.add(k);
                 }
-                Op::Get => {
+                Op::AddRef(k) => {
+                    queue.add_ref(&k);
+                    model.add(k);
+                }
+                Op::Get(owned) => {
                     let got = queue.try_get();
                     let expected = model.get();
                     prop_assert_eq!(got.as_deref().copied(), expected);
                     if let Some(item) = got {
                         prop_assert!(
-                            !held.iter().any(|h| **h == *item),
+                            !held.iter().any(|h| !h.finished && h.guard.key() == *item),
                             "item {} handed out while already held", *item
                         );
-                        held.push(item);
+                        let guard = if owned {
+                            Guard::Owned(item.into_owned())
+                        } else {
+                            Guard::Borrowed(item)
+                        };
+                        held.push(Held { guard, finished: false });
                     }
                 }
                 Op::Done(i) if !held.is_empty() => {
-                    let item = held.swap_remove(i % held.len());
-                    model.done(*item);
-                    item.done();
+                    let h = held.swap_remove(i % held.len());
+                    if !h.finished {
+                        model.done(h.guard.key());
+                    }
+                    drop(h);
                 }
                 Op::ExplicitDone(i) if !held.is_empty() => {
-                    let k = held.swap_remove(i % held.len()).into_inner();
-                    model.done(k);
-                    queue.done(&k);
+                    let h = held.swap_remove(i % held.len());
+                    let finished = h.finished;
+                    let k = h.guard.into_inner();
+                    if !finished {
+                        model.done(k);
+                        queue.done(&k);
+                    }
                 }
-                Op::Done(_) | Op::ExplicitDone(_) => {}
+                Op::DoneWhileGuarded(i) if !held.is_empty() => {
+                    let i = i % held.len();
+                    if !held[i].finished {
+                        let k = held[i].guard.key();
+                        model.done(k);
+                        queue.done(&k);
+                        held[i].finished = true;
+                    }
+                }
+                Op::Done(_) | Op::ExplicitDone(_) | Op::DoneWhileGuarded(_) => {}
                 Op::ShutDown => {
                     queue.shut_down();
                     model.shut = true;

@@ -1,5 +1,6 @@
 //! "No allocation per re-add of an already-queued key" (the workqueue benchmark
-//! issue), checked with a counting global allocator.
+//! issue), checked with a counting global allocator; likewise no allocation per
+//! add + get + done cycle once the queue's storage is warm (freed slots are reused).
 //!
 //! The allocator counts only while the current thread's `COUNTING` flag is set, so
 //! the test harness (and other tests running in parallel on other threads) cannot
@@ -122,6 +123,56 @@ fn re_adding_queued_keys_does_not_allocate() {
 }
 
 #[test]
+fn re_adding_queued_keys_by_reference_does_not_allocate() {
+    let queue: Queue<String> = Queue::new();
+    let keys: Vec<String> = keys().iter().map(|k| k.to_string()).collect();
+    for k in &keys {
+        queue.add_ref(k);
+    }
+    // `String` keys: a clone would allocate, so this also shows that `add_ref` of a
+    // known key clones nothing.
+    let n = allocations_in(|| {
+        for _ in 0..READDS {
+            for k in &keys {
+                queue.add_ref(k);
+            }
+        }
+    });
+    assert_eq!(n, 0, "add_ref of queued String keys allocated {n} times");
+    assert_eq!(queue.len(), KEYS);
+}
+
+#[test]
+fn add_get_done_cycles_do_not_allocate_once_warm() {
+    let queue: Queue<Arc<str>> = Queue::new();
+    let keys = keys();
+    let cycle = |queue: &Queue<Arc<str>>, k: &Arc<str>| {
+        queue.add_ref(k);
+        queue.add(k.clone());
+        queue.try_get().expect("queued").done();
+    };
+    // Warm up: the slots, index and FIFO reach their working size.
+    for k in &keys {
+        cycle(&queue, k);
+    }
+    // Every cycle stores a key, hands it out and frees it again: the freed slot is
+    // reused, so nothing grows.
+    let n = allocations_in(|| {
+        for _ in 0..READDS {
+            for k in &keys {
+                cycle(&queue, k);
+            }
+        }
+    });
+    assert_eq!(
+        n,
+        0,
+        "{} add+get+done cycles allocated {n} times",
+        KEYS * READDS
+    );
+}
+
+#[test]
 fn re_adding_keys_being_processed_does_not_allocate() {
     let queue: Queue<Arc<str>> = Queue::new();
     let keys = keys();
@@ -172,6 +223,7 @@ fn re_adding_waiting_keys_with_add_after_does_not_allocate() {
             for _ in 0..READDS {
                 for k in &keys {
                     queue.add_after(k.clone(), Duration::from_secs(7200));
+                    queue.add_after_ref(k, Duration::from_secs(7200));
                 }
             }
         });

@@ -287,3 +287,105 @@ fn len_counts_waiting_items_only() {
     drop(one);
     assert_eq!(q.len(), 1);
 }
+
+#[tokio::test]
+async fn owned_work_item_moves_into_a_spawned_task() {
+    let q = Queue::new();
+    q.add("a".to_string());
+    let item = q.get_owned().await.unwrap();
+    let task = tokio::spawn(async move {
+        assert_eq!(*item, "a");
+        item.done();
+    });
+    task.await.unwrap();
+    assert_eq!(q.state_of(&"a".to_string()), None, "done in the task");
+
+    q.add("b".to_string());
+    let borrowed = q.try_get().unwrap();
+    q.add("b".to_string()); // dirty while held
+    let owned = borrowed.into_owned();
+    assert_eq!(
+        q.state_of(&"b".to_string()),
+        Some(ItemState::ProcessingDirty)
+    );
+    drop(owned);
+    assert_eq!(q.len(), 1, "the owned guard's drop did the done");
+}
+
+#[test]
+fn add_ref_clones_only_when_storing() {
+    let q: Queue<Arc<str>> = Queue::new();
+    let key: Arc<str> = Arc::from("ns/a");
+    q.add_ref(&key);
+    assert_eq!(Arc::strong_count(&key), 2, "stored: one clone");
+    for _ in 0..10 {
+        q.add_ref(&key);
+    }
+    assert_eq!(Arc::strong_count(&key), 2, "already queued: no clone");
+    let item = q.try_get().unwrap();
+    assert_eq!(
+        Arc::strong_count(&key),
+        2,
+        "the guard lends the stored item"
+    );
+    q.add_ref(&key);
+    assert_eq!(Arc::strong_count(&key), 2, "dirty while held: no clone");
+    item.done();
+    assert_eq!(
+        Arc::strong_count(&key),
+        2,
+        "back in line, still stored once"
+    );
+    q.try_get().unwrap().done();
+    assert_eq!(Arc::strong_count(&key), 1, "done: the queue let go of it");
+}
+
+#[test]
+fn a_guard_finishes_only_its_own_handout() {
+    let q = Queue::new();
+    q.add("a");
+    let first = q.try_get().unwrap();
+    q.add("a"); // dirty while held
+    // The worker ends the processing by hand, the guard lives on.
+    q.done(&"a");
+    assert_eq!(q.state_of(&"a"), Some(ItemState::Queued));
+    let second = q.try_get().unwrap();
+    assert_eq!(q.state_of(&"a"), Some(ItemState::Processing));
+    drop(first);
+    assert_eq!(
+        q.state_of(&"a"),
+        Some(ItemState::Processing),
+        "the first guard's processing was already done: dropping it leaves the second alone"
+    );
+    assert_eq!(*second.item(), "a");
+    drop(second);
+    assert_eq!(q.state_of(&"a"), None);
+}
+
+#[test]
+fn stored_items_are_dropped_with_the_queue() {
+    let key: Arc<str> = Arc::from("ns/a");
+    let other: Arc<str> = Arc::from("ns/b");
+    {
+        let q: Queue<Arc<str>> = Queue::new();
+        q.add(key.clone());
+        q.add(other.clone());
+        let held = q.try_get().unwrap().into_inner();
+        assert_eq!(
+            Arc::strong_count(&key),
+            3,
+            "stored + into_inner's clone + ours"
+        );
+        drop(held);
+    }
+    assert_eq!(
+        Arc::strong_count(&key),
+        1,
+        "processing item freed with the queue"
+    );
+    assert_eq!(
+        Arc::strong_count(&other),
+        1,
+        "queued item freed with the queue"
+    );
+}

@@ -1,0 +1,45 @@
+//! [`QueueConfig`]: a queue's name and metrics provider.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::metrics::MetricsProvider;
+
+/// How a queue is named and instrumented: client-go's `TypedQueueConfig`.
+///
+/// A queue reports metrics only when it has a non-empty [`name`](Self::name) and a
+/// metrics provider (its own, or the process-wide one set with
+/// [`set_global_metrics_provider`](crate::set_global_metrics_provider)), exactly like
+/// client-go, where an unnamed queue gets no metrics.
+#[derive(Clone, Default)]
+pub struct QueueConfig {
+    /// The queue's name, the `name` label on every metric. Empty means no metrics.
+    pub name: String,
+    /// The provider for this queue's metrics; `None` uses the global provider.
+    pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
+}
+
+impl QueueConfig {
+    /// A config with the given name and the global metrics provider.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            metrics_provider: None,
+        }
+    }
+
+    /// Use `provider` for this queue's metrics instead of the global provider.
+    pub fn with_metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics_provider = Some(provider);
+        self
+    }
+}
+
+impl fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueConfig")
+            .field("name", &self.name)
+            .field("metrics_provider", &self.metrics_provider.is_some())
+            .finish()
+    }
+}

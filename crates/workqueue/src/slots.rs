@@ -1,0 +1,363 @@
+//! Where the queue keeps its items: each distinct item is stored **once**, in a slot
+//! that never moves, and found through a hash index of slot pointers.
+//!
+//! Why not a `HashMap<T, State>` plus a `VecDeque<T>`, as before? Measured on an
+//! add + get + done cycle, that layout hashed the item five times and compared keys
+//! byte by byte three times, and kept two copies of every item (a reference-count
+//! increment and decrement each for `Arc<str>` keys, an allocation for `String`s).
+//! With slots:
+//!
+//! * the item is hashed once, in `add`, outside the queue's lock; the hash is kept in
+//!   the slot, so the index never rehashes a key when it grows;
+//! * the FIFO and the [`WorkItem`](crate::WorkItem) hold the slot's address, so `get`
+//!   and `done` reach it without hashing or comparing keys; `done` removes the index
+//!   entry through the bucket the slot remembers from its insertion, without a probe
+//!   (checked, and found by hash and address only if the index has grown since);
+//! * slots live in chunks that are never moved or freed while the queue exists, so a
+//!   `WorkItem` can lend out the stored item itself instead of a clone of it.
+//!
+//! The `unsafe` here rests on two rules. A [`SlotRef`] is only made by [`Slots`] and
+//! points into its chunks, which live as long as the `Slots`: [`Slots::get`] turns it
+//! back into a reference bounded by the `Slots`' lifetime. And a slot's item is
+//! written only when the slot is filled, and taken out only by [`Slots::release`],
+//! whose caller promises that no reader of [`Slots::key_ptr`] is left (the queue
+//! counts its `WorkItem`s per slot under its lock).
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
+
+/// Slots in the first chunk; every new chunk doubles the total, so a queue with n
+/// items has about log2(n / 16) chunks and never copies a slot when it grows.
+const FIRST_CHUNK: usize = 16;
+
+/// One stored item with its hash and the owner's per-item state `M`.
+pub(crate) struct Slot<T, M> {
+    /// `Some` while the slot is in use. Written only by [`Slots`] methods that take
+    /// `&mut self`, and only when no pointer from [`Slots::key_ptr`] is outstanding.
+    key: UnsafeCell<Option<T>>,
+    hash: Cell<u64>,
+    /// Where the index put this slot when it was inserted: `unindex` tries that
+    /// bucket first (it is still right unless the index has grown since).
+    bucket: Cell<usize>,
+    /// The owner's state for this item (for the queue: dirty/processing, handouts).
+    pub(crate) meta: Cell<M>,
+}
+
+impl<T, M> Slot<T, M> {
+    /// The stored item's hash.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash.get()
+    }
+
+    /// The stored item.
+    ///
+    /// # Panics
+    ///
+    /// If the slot is free (a bug in the caller's bookkeeping).
+    pub(crate) fn key(&self) -> &T {
+        // SAFETY: the item is only written through `&mut Slots` (`find_or_insert`,
+        // `release`), which cannot coexist with the `&Slots` this `&self` borrows.
+        unsafe { &*self.key.get() }.as_ref().expect("slot in use")
+    }
+}
+
+/// The address of a slot of some [`Slots`]; only [`Slots`] makes them.
+pub(crate) struct SlotRef<T, M>(NonNull<Slot<T, M>>);
+
+impl<T, M> Clone for SlotRef<T, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T, M> Copy for SlotRef<T, M> {}
+
+impl<T, M> PartialEq for SlotRef<T, M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+// SAFETY: a `SlotRef` is an address; every access goes through `Slots::get`, that is
+// through the owner of the slots (which is `Send` only when `T` and `M` are).
+unsafe impl<T: Send, M: Send> Send for SlotRef<T, M> {}
+
+/// Items stored once each, in slots that never move, indexed by hash.
+///
+/// Lives behind the queue's lock: nothing here is synchronized by itself.
+pub(crate) struct Slots<T, M> {
+    /// Slots in use, found by the item's hash and compared by item.
+    index: HashTable<SlotRef<T, M>>,
+    /// Each chunk is a leaked `Box<[Slot]>` (address and length), freed in `Drop`.
+    chunks: Vec<(NonNull<Slot<T, M>>, usize)>,
+    /// Slots of the last chunk not handed out yet.
+    fresh: usize,
+    /// Released slots, reused last-in first-out (the most recently used memory).
+    free: Vec<SlotRef<T, M>>,
+}
+
+// SAFETY: `Slots` owns its items and chunks like a `Vec<T>` would; the raw chunk
+// pointers are only shared through `SlotRef`s and `key_ptr`, whose holders (the
+// queue's FIFO and `WorkItem`s) are `Send`/`Sync` only when `T` is.
+unsafe impl<T: Send, M: Send> Send for Slots<T, M> {}
+
+/// Item equality with a shortcut for `Arc<str>`, the usual controller key: two
+/// clones of one `Arc` are equal without comparing their bytes (std's pointer
+/// shortcut for `Arc` does not apply to unsized `str`). The type test is resolved at
+/// compile time.
+pub(crate) fn item_eq<T: Eq + 'static>(a: &T, b: &T) -> bool {
+    if TypeId::of::<T>() == TypeId::of::<Arc<str>>() {
+        // SAFETY: `T` is `Arc<str>`, checked just above.
+        let (a, b) = unsafe {
+            (
+                &*(a as *const T).cast::<Arc<str>>(),
+                &*(b as *const T).cast::<Arc<str>>(),
+            )
+        };
+        return Arc::ptr_eq(a, b) || a == b;
+    }
+    a == b
+}
+
+/// What [`Slots::find_or_insert`] did.
+pub(crate) enum Found<'k, T: Clone, M> {
+    /// An equal item was already stored in this slot; the caller's item is handed
+    /// back so that it can be dropped after the queue's lock is released.
+    Existing(SlotRef<T, M>, Cow<'k, T>),
+    /// The item was stored in this new slot.
+    Inserted(SlotRef<T, M>),
+}
+
+/// Reads a slot. Free function so that the index's closures can use it while the
+/// index is borrowed mutably.
+///
+/// # Safety
+///
+/// `slot` must point into chunks that are still allocated.
+unsafe fn deref<'a, T, M>(slot: SlotRef<T, M>) -> &'a Slot<T, M> {
+    // SAFETY: the caller's promise; slots are only ever borrowed shared.
+    unsafe { slot.0.as_ref() }
+}
+
+impl<T: Clone + Eq + 'static, M: Copy + Default> Slots<T, M> {
+    pub(crate) fn new() -> Self {
+        Self {
+            index: HashTable::new(),
+            chunks: Vec::new(),
+            fresh: 0,
+            free: Vec::new(),
+        }
+    }
+
+    /// Number of items in the index.
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The slot `slot` points at.
+    pub(crate) fn get(&self, slot: SlotRef<T, M>) -> &Slot<T, M> {
+        // SAFETY: `slot` was made by this `Slots` (only `Slots` makes them, and the
+        // queue never mixes the slots of two queues); chunks are freed only in `Drop`,
+        // and the returned reference borrows `self`.
+        unsafe { deref(slot) }
+    }
+
+    /// A pointer to the slot's item that stays valid until the slot is released;
+    /// reading through it is sound as long as the caller keeps `release` from being
+    /// called for the slot meanwhile.
+    pub(crate) fn key_ptr(&self, slot: SlotRef<T, M>) -> NonNull<T> {
+        NonNull::from(self.get(slot).key())
+    }
+
+    /// The slot holding an item equal to `key`, if it is indexed.
+    pub(crate) fn find(&self, hash: u64, key: &T) -> Option<SlotRef<T, M>> {
+        self.index
+            .find(hash, |&s| {
+                let slot = self.get(s);
+                slot.hash.get() == hash && item_eq(slot.key(), key)
+            })
+            .copied()
+    }
+
+    /// Finds the slot holding an item equal to `key`, or stores `key` (cloned only if
+    /// borrowed) in a new slot with state `meta`. One probe of the index either way.
+    pub(crate) fn find_or_insert<'k>(
+        &mut self,
+        hash: u64,
+        key: Cow<'k, T>,
+        meta: M,
+    ) -> Found<'k, T, M> {
+        let probe: &T = &key;
+        // SAFETY (both closures): the index holds only slots of `self.chunks`.
+        let entry = self.index.entry(
+            hash,
+            |&s| {
+                let slot = unsafe { deref(s) };
+                slot.hash.get() == hash && item_eq(slot.key(), probe)
+            },
+            |&s| unsafe { deref(s) }.hash.get(),
+        );
+        match entry {
+            Entry::Occupied(found) => Found::Existing(*found.get(), key),
+            Entry::Vacant(vacant) => {
+                // Clone (user code, which may panic) before anything is changed.
+                let key = key.into_owned();
+                let s = match self.free.pop() {
+                    Some(s) => s,
+                    None => {
+                        if self.fresh == 0 {
+                            let len = self.chunks.last().map_or(FIRST_CHUNK, |c| c.1 * 2);
+                            self.chunks.push((new_chunk(len), len));
+                            self.fresh = len;
+                        }
+                        let (start, len) = *self.chunks.last().expect("a chunk");
+                        let offset = len - self.fresh;
+                        self.fresh -= 1;
+                        // SAFETY: `offset < len`, inside the chunk's allocation.
+                        SlotRef(unsafe { start.add(offset) })
+                    }
+                };
+                let bucket = vacant.insert(s).bucket_index();
+                // SAFETY: `s` is a slot of `self.chunks`.
+                let slot = unsafe { deref(s) };
+                slot.bucket.set(bucket);
+                // SAFETY: `s` was free (fresh, or released), so it holds `None` (no
+                // drop needed), no `key_ptr` for it is outstanding, and `&mut self`
+                // excludes `key()` borrows.
+                unsafe { slot.key.get().write(Some(key)) };
+                slot.hash.set(hash);
+                slot.meta.set(meta);
+                Found::Inserted(s)
+            }
+        }
+    }
+
+    /// Removes the slot from the index (it can no longer be found by item); it keeps
+    /// its item until [`release`](Self::release).
+    pub(crate) fn unindex(&mut self, slot: SlotRef<T, M>) {
+        let stored = self.get(slot);
+        let (hash, bucket) = (stored.hash.get(), stored.bucket.get());
+        match self.index.get_bucket_entry(bucket) {
+            Ok(entry) if *entry.get() == slot => {
+                entry.remove();
+            }
+            _ => {
+                if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
+                    entry.remove();
+                }
+            }
+        }
+    }
+
+    /// Frees the slot (already unindexed) and returns its item.
+    ///
+    /// # Safety
+    ///
+    /// No pointer from [`key_ptr`](Self::key_ptr) for this slot may be used after
+    /// this.
+    pub(crate) unsafe fn release(&mut self, slot: SlotRef<T, M>) -> T {
+        // SAFETY: `&mut self` excludes `key()` borrows, the caller excludes
+        // `key_ptr` readers.
+        let key = unsafe { (*self.get(slot).key.get()).take() }.expect("slot in use");
+        self.free.push(slot);
+        key
+    }
+}
+
+fn new_chunk<T, M: Default>(len: usize) -> NonNull<Slot<T, M>> {
+    let slots: Box<[Slot<T, M>]> = (0..len)
+        .map(|_| Slot {
+            key: UnsafeCell::new(None),
+            hash: Cell::new(0),
+            bucket: Cell::new(0),
+            meta: Cell::new(M::default()),
+        })
+        .collect();
+    NonNull::new(Box::into_raw(slots).cast::<Slot<T, M>>()).expect("Box pointers are non-null")
+}
+
+impl<T, M> Drop for Slots<T, M> {
+    fn drop(&mut self) {
+        for &(start, len) in &self.chunks {
+            let raw = std::ptr::slice_from_raw_parts_mut(start.as_ptr(), len);
+            // SAFETY: made by `Box::into_raw` of a slice of exactly this length in
+            // `new_chunk`, freed only here; `&mut self` means no borrow is left.
+            drop(unsafe { Box::from_raw(raw) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+    use crate::queue::FastState;
+
+    type ArcSlots = Slots<Arc<str>, u8>;
+
+    fn insert<'k>(slots: &mut ArcSlots, h: &FastState, k: &'k Arc<str>) -> Found<'k, Arc<str>, u8> {
+        slots.find_or_insert(h.hash_one(k), Cow::Borrowed(k), 0)
+    }
+
+    #[test]
+    fn stores_once_finds_and_reuses_slots() {
+        let h = FastState::default();
+        let keys: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("k{i}"))).collect();
+        let mut slots = Slots::new();
+        let stored: Vec<_> = keys
+            .iter()
+            .map(|k| match insert(&mut slots, &h, k) {
+                Found::Inserted(s) => s,
+                Found::Existing(..) => panic!("{k} stored twice"),
+            })
+            .collect();
+        assert_eq!(slots.len(), 100);
+        let chunks = slots.chunks.len();
+        for (k, s) in keys.iter().zip(&stored) {
+            assert!(matches!(insert(&mut slots, &h, k), Found::Existing(e, _) if e == *s));
+            assert!(slots.find(h.hash_one(k), k) == Some(*s));
+            assert_eq!(Arc::strong_count(k), 2, "stored once");
+        }
+        // Free every slot, then store 100 other keys: the slots are reused. The index
+        // grew while the keys were stored, so most remembered buckets are stale: the
+        // removal must still take out exactly the right entry.
+        for (i, (k, s)) in keys.iter().zip(&stored).enumerate() {
+            slots.unindex(*s);
+            assert!(slots.find(h.hash_one(k), k).is_none());
+            for (rest, r) in keys[i + 1..].iter().zip(&stored[i + 1..]) {
+                assert!(slots.find(h.hash_one(rest), rest) == Some(*r));
+            }
+            // SAFETY: no `key_ptr` was taken.
+            drop(unsafe { slots.release(*s) });
+            assert_eq!(Arc::strong_count(k), 1);
+        }
+        let others: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("o{i}"))).collect();
+        for k in &others {
+            assert!(matches!(insert(&mut slots, &h, k), Found::Inserted(_)));
+        }
+        assert_eq!(slots.chunks.len(), chunks, "no new chunk");
+        drop(slots);
+        assert!(
+            others.iter().all(|k| Arc::strong_count(k) == 1),
+            "dropped with the slots"
+        );
+    }
+
+    #[test]
+    fn arc_str_equality_shortcut_agrees_with_eq() {
+        let a: Arc<str> = Arc::from("ns/a");
+        let a2: Arc<str> = Arc::from("ns/a");
+        let b: Arc<str> = Arc::from("ns/b");
+        assert!(item_eq(&a, &a.clone()));
+        assert!(item_eq(&a, &a2), "equal bytes, different allocations");
+        assert!(!item_eq(&a, &b));
+        assert!(item_eq(&"x".to_string(), &"x".to_string()));
+    }
+}
