@@ -360,7 +360,7 @@ for s in sizes:
             if ka in runs and kb in runs:
                 dp = med(ka, "peak_rss_kb") - med(kb, "peak_rss_kb")
                 dr = med(ka, "rss_kb") - med(kb, "rss_kb")
-                parts.append(f"{a}: {dp / 1024:.0f} / {dr / 1024:.0f}")
+                parts.append(f"{a} -> {b}: {dp / 1024:.0f} / {dr / 1024:.0f}")
         if parts:
             rows.append(f"| {s} | {st} | {'; '.join(parts)} |")
 if rows:
