@@ -42,7 +42,11 @@ use crate::keys::{KeySet, write_meta_namespace_key};
 /// The listed keys are only needed to find what the list no longer contains. A
 /// replace that starts with nothing queued and nothing known (an informer's first
 /// list, the common case) cannot find anything missing, so it does not collect them
-/// (at 50k objects, a set of 50k keys built, grown and rehashed for nothing).
+/// (at 50k objects, a set of 50k keys built, grown and rehashed for nothing). That
+/// holds as long as the list is the queue's only source while it is being fed, as in
+/// an informer, whose reflector is its queue's only writer: an object `add`ed by other
+/// code between `begin_replace` and `finish_replace` of such a replace is not
+/// tombstoned by it, where client-go's single-call `Replace` could not interleave.
 #[derive(Debug)]
 pub struct Replacement {
     /// Every key listed so far, sharing its allocation with the queue; `None` when
