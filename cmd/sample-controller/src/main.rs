@@ -39,11 +39,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting sample-controller")?;
     // Served only with --webhook-bind-address (deploy/ sets it).
     foo_controller::webhook::register(manager.webhook_server())?;
-    let foos = Arc::new(FooController::for_namespace(
+    let foos = Arc::new(FooController::with_options(
         manager.client().clone(),
         manager.factory(),
         cli.manager.run.namespace.as_deref(),
         manager.recorder(),
+        &cli.manager.run.loop_options(),
     ));
     let synced = Arc::clone(&foos);
     manager

@@ -100,6 +100,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let options = VirtualMachineControllerOptions {
         usage_period: cli.usage_period,
         namespace: cli.manager.run.namespace.clone(),
+        loop_options: cli.manager.run.loop_options(),
     };
     let vms = Arc::new(VirtualMachineController::new(
         manager.client().clone(),

@@ -4,13 +4,16 @@
 //! It writes, from a few declarative lines, exactly the wiring that
 //! crates/foo-controller/src/controller.rs writes by hand:
 //!
-//! 1. a named, rate-limited work queue (`RateLimitingQueue::with_default_rate_limiter`);
+//! 1. a named, rate-limited work queue ([`LoopOptions::new_queue`]: by default a
+//!    priority queue with the coalescing backoff);
 //! 2. for each watched kind, the **shared** informer from the factory (one watch and one
 //!    cache per kind and scope, whoever asks) and an event handler on it
 //!    ([`EnqueueHandler`]: predicates, then a map to requests, then `queue.add`);
 //! 3. the "has this handler seen its initial list" checks
 //!    ([`registration_synced`]) the loop waits for before any worker starts;
-//! 4. the sync loop ([`controller::Controller`]) with the reconciler as its handler.
+//! 4. the sync loop ([`controller::Controller`]) with the reconciler as its handler,
+//!    and, when given one ([`Builder::freshness`]), the staleness guard following
+//!    every watched informer.
 //!
 //! Go's builder fails at run time when `For` is missing or given twice; here
 //! [`Builder::for_`] changes the builder's type, so both mistakes do not compile and
@@ -21,7 +24,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cache::{InformerOptions, Lister, SharedIndexInformer, SharedInformerFactory};
-use controller::{Controller, InformerSynced, registration_synced};
+use controller::{Controller, Freshness, InformerSynced, LoopOptions, registration_synced};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -98,6 +101,7 @@ struct WatchContext<'a> {
     namespace: Option<&'a str>,
     queue: &'a RateLimitingQueue<String>,
     filters: &'a [BoxPredicate],
+    freshness: Option<&'a Freshness>,
 }
 
 type Watch = Box<dyn FnOnce(&WatchContext<'_>) -> InformerSynced + Send>;
@@ -113,6 +117,8 @@ pub struct Builder<K = NoFor> {
     workers: usize,
     filters: Vec<BoxPredicate>,
     watches: Vec<Watch>,
+    loop_options: LoopOptions,
+    freshness: Option<Freshness>,
     _for: PhantomData<fn() -> K>,
 }
 
@@ -142,6 +148,8 @@ impl Builder<NoFor> {
             workers: 1,
             filters: Vec::new(),
             watches: Vec::new(),
+            loop_options: LoopOptions::default(),
+            freshness: None,
             _for: PhantomData,
         }
     }
@@ -166,12 +174,31 @@ impl Builder<NoFor> {
             workers: self.workers,
             filters: self.filters,
             watches,
+            loop_options: self.loop_options,
+            freshness: self.freshness,
             _for: PhantomData,
         }
     }
 }
 
 impl<K> Builder<K> {
+    /// The queue order and backoff of the controller's loop (default: priority queue,
+    /// coalescing backoff; see [`LoopOptions`]). Its staleness guard is
+    /// [`freshness`](Self::freshness), since the reconciler needs a clone of it.
+    pub fn loop_options(mut self, options: LoopOptions) -> Self {
+        self.loop_options = options;
+        self
+    }
+
+    /// Guards the loop with `freshness` (see [`controller::freshness`]): every watched
+    /// informer is tracked on it, and a key's next reconcile waits until they have
+    /// seen the writes the reconciler reported with [`Freshness::wrote`]. Give the
+    /// reconciler a clone. `None` (the default) leaves the loop unguarded.
+    pub fn freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
     /// Watches only `namespace` (`None`: every namespace) for namespaced kinds; the
     /// informers are still shared with any other controller that asks the factory for
     /// the same kind in the same namespace (controller-runtime's cache `DefaultNamespaces`).
@@ -259,25 +286,26 @@ where
     pub fn complete<R: Reconciler>(self, reconciler: R) -> BuiltController<R> {
         // Named like client-go's NewNamedRateLimitingQueue, so workqueue metrics carry
         // the controller's name.
-        let queue = RateLimitingQueue::with_default_rate_limiter(self.name.clone());
+        let queue = self.loop_options.new_queue(&self.name);
         let context = WatchContext {
             client: &self.client,
             factory: &self.factory,
             namespace: self.namespace.as_deref(),
             queue: &queue,
             filters: &self.filters,
+            freshness: self.freshness.as_ref(),
         };
         let synced = self
             .watches
             .into_iter()
             .map(|register| register(&context))
             .collect();
+        let mut controller = Controller::new(self.name, queue, ReconcilerAdapter::new(reconciler));
+        if let Some(freshness) = self.freshness {
+            controller = controller.with_freshness(freshness);
+        }
         BuiltController {
-            controller: Controller::new(
-                self.name,
-                queue.clone(),
-                ReconcilerAdapter::new(reconciler),
-            ),
+            controller,
             synced,
             workers: self.workers,
         }
@@ -289,6 +317,9 @@ where
 fn watch<W: Object>(map: MapFn<W>, predicates: Vec<BoxPredicate>) -> Watch {
     Box::new(move |context: &WatchContext<'_>| {
         let informer = shared_informer::<W>(context.factory, context.client, context.namespace);
+        if let Some(freshness) = context.freshness {
+            freshness.track(&informer);
+        }
         let mut all = context.filters.to_vec();
         all.extend(predicates);
         let registration =

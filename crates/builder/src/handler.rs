@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cache::{DeletedObject, EventHandler};
-use controller::controller_owner_key;
+use controller::{controller_owner_key, event_priority};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use tracing::{trace, warn};
@@ -139,7 +139,7 @@ where
         self.predicates.iter().all(check)
     }
 
-    fn enqueue<'a>(&self, event: &str, objects: impl IntoIterator<Item = &'a K>)
+    fn enqueue<'a>(&self, event: &str, priority: i32, objects: impl IntoIterator<Item = &'a K>)
     where
         K: 'a,
     {
@@ -149,7 +149,7 @@ where
             .collect();
         for request in requests {
             trace!(event, kind = %K::kind(&Default::default()), %request, "enqueue");
-            self.queue.add(request.key());
+            self.queue.add_with_priority(request.key(), priority);
         }
     }
 }
@@ -163,15 +163,20 @@ where
     K: Resource + Send + Sync + 'static,
     K::DynamicType: Default,
 {
-    fn on_add(&self, obj: &Arc<K>, _is_in_initial_list: bool) {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
         if self.passes(|p| p.create(meta(&**obj))) {
-            self.enqueue("add", [&**obj]);
+            // Initial-list adds wait behind real changes (controller-runtime's
+            // WithLowPriorityWhenUnchanged; see controller::event_priority).
+            let priority = event_priority::on_add(is_in_initial_list);
+            self.enqueue("add", priority, [&**obj]);
         }
     }
 
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
         if self.passes(|p| p.update(meta(&**old), meta(&**new))) {
-            self.enqueue("update", [&**old, &**new]);
+            // A resync (same resourceVersion) waits behind real changes too.
+            let priority = event_priority::on_update(&**old, &**new);
+            self.enqueue("update", priority, [&**old, &**new]);
         }
     }
 
@@ -183,7 +188,7 @@ where
             return;
         };
         if self.passes(|p| p.delete(meta(&**obj))) {
-            self.enqueue("delete", [&**obj]);
+            self.enqueue("delete", workqueue::priority::DEFAULT, [&**obj]);
         }
     }
 }

@@ -106,6 +106,7 @@ pub mod metrics;
 pub mod processor_listener;
 pub mod real_fifo;
 pub mod reflector;
+pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
 pub mod store;
@@ -133,6 +134,6 @@ pub use reflector::{BackoffConfig, Reflector, is_gone};
 pub use selector::Selector;
 pub use shared_informer::{ResourceEventHandlerRegistration, SharedIndexInformer};
 pub use store::{
-    IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, OWNER_UID_INDEX, meta_namespace_index_func,
-    owner_uid_index_func,
+    Incomparable, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, OWNER_UID_INDEX,
+    meta_namespace_index_func, owner_uid_index_func,
 };

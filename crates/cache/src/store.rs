@@ -43,9 +43,25 @@ use std::sync::Arc;
 
 use kube::Resource;
 use parking_lot::RwLock;
+use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::keys::{KeyMap, KeySet};
+use crate::resource_version;
+
+/// A resourceVersion that cannot be ordered against the store's (see
+/// [`crate::resource_version`]): returned by [`Indexer::wait_until_reached`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incomparable;
+
+/// Whether a store at `current` (`None`: before the first list) has reached `target`.
+fn reached(current: Option<&str>, target: &str) -> Option<bool> {
+    match current {
+        None if resource_version::is_comparable(target) => Some(false),
+        None => None,
+        Some(current) => resource_version::is_at_least(current, target),
+    }
+}
 
 /// Computes the values an object is indexed under: client-go's `IndexFunc`.
 ///
@@ -89,9 +105,6 @@ struct State<K> {
     indexers: Indexers<K>,
     /// index name -> indexed value -> keys.
     indices: HashMap<String, HashMap<String, KeySet>>,
-    /// The resourceVersion the contents have caught up with (see
-    /// [`Indexer::last_store_sync_resource_version`]).
-    resource_version: Option<Arc<str>>,
 }
 
 impl<K> State<K> {
@@ -164,12 +177,17 @@ fn indexed_keys<'a, K>(
 /// ```
 pub struct Indexer<K> {
     state: Arc<RwLock<State<K>>>,
+    /// The resourceVersion the contents have caught up with (see
+    /// [`Indexer::last_store_sync_resource_version`]), outside the lock and
+    /// watchable, so a worker can wait for it without polling.
+    reached: Arc<watch::Sender<Option<Arc<str>>>>,
 }
 
 impl<K> Clone for Indexer<K> {
     fn clone(&self) -> Self {
         Self {
             state: self.state.clone(),
+            reached: self.reached.clone(),
         }
     }
 }
@@ -203,8 +221,8 @@ impl<K: Send + Sync + 'static> Indexer<K> {
                 items: KeyMap::default(),
                 indexers,
                 indices: HashMap::new(),
-                resource_version: None,
             })),
+            reached: Arc::new(watch::Sender::new(None)),
         }
     }
 
@@ -277,7 +295,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     /// `Store.Bookmark`. The informer calls it once per applied batch of watch events
     /// (after they are in the store) and for every bookmark, from a [`RealFifo`](crate::RealFifo).
     pub fn bookmark(&self, resource_version: impl Into<Arc<str>>) {
-        self.state.write().resource_version = Some(resource_version.into());
+        self.reached.send_replace(Some(resource_version.into()));
     }
 
     /// The resourceVersion the contents have caught up with: every change the API
@@ -289,7 +307,40 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     ///
     /// Resource versions are opaque strings; compare them only as the API allows.
     pub fn last_store_sync_resource_version(&self) -> Option<Arc<str>> {
-        self.state.read().resource_version.clone()
+        self.reached.borrow().clone()
+    }
+
+    /// Whether the contents have caught up with `target`: every change up to that
+    /// resourceVersion is in the store. `Some(false)` also before the first list;
+    /// `None` when the versions are not comparable (see [`crate::resource_version`]).
+    pub fn has_reached(&self, target: &str) -> Option<bool> {
+        reached(self.reached.borrow().as_deref(), target)
+    }
+
+    /// Waits until the contents have caught up with `target` (see
+    /// [`has_reached`](Self::has_reached)); woken by the informer the moment it
+    /// applies the batch or bookmark that gets there, never polling. Returns
+    /// `Err(Incomparable)` at once (or as soon as the store's version turns out not
+    /// to be comparable): the caller must then fall back, see
+    /// [`crate::resource_version`]. It waits for as long as it takes: bound it with
+    /// `tokio::time::timeout`.
+    pub async fn wait_until_reached(&self, target: &str) -> std::result::Result<(), Incomparable> {
+        let mut rx = self.reached.subscribe();
+        let mut comparable = true;
+        let _ = rx
+            .wait_for(|rv| match reached(rv.as_deref(), target) {
+                Some(done) => done,
+                None => {
+                    comparable = false;
+                    true
+                }
+            })
+            .await;
+        if comparable {
+            Ok(())
+        } else {
+            Err(Incomparable)
+        }
     }
 
     /// The object under `key`.

@@ -183,3 +183,47 @@ async fn a_handler_registered_late_gets_a_bookmark_right_after_its_snapshot() {
     assert!(ignores.events().iter().all(|e| e.starts_with("add")));
     r.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_a_version_wakes_exactly_when_the_store_applies_it() {
+    if !in_order() {
+        return; // no store version on the DeltaFIFO: nothing to wait for (see above)
+    }
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1")], "10");
+    let watch = lw.push_watch_channel();
+    let (r, _rec) = start(lw);
+    assert!(r.informer.wait_for_cache_sync(&r.stop).await);
+    eventually("store at the list's version", || store_rv(&r) == "10").await;
+    let indexer = r.informer.indexer().clone();
+    // Already there: no wait; "9" < "10" numerically.
+    assert_eq!(indexer.has_reached("9"), Some(true));
+    assert_eq!(indexer.wait_until_reached("10").await, Ok(()));
+
+    // "100" is a later version than "11" although it sorts first as text.
+    let waiter = tokio::spawn({
+        let indexer = indexer.clone();
+        async move { indexer.wait_until_reached("100").await }
+    });
+    watch.send(Ok(WatchEvent::Added(cm("b", "11")))).unwrap();
+    watch.send(Ok(WatchEvent::Modified(cm("b", "99")))).unwrap();
+    eventually("99 applied", || store_rv(&r) == "99").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!waiter.is_finished(), "woke before the store reached 100");
+    assert_eq!(indexer.has_reached("100"), Some(false));
+
+    watch
+        .send(Ok(WatchEvent::Modified(cm("a", "100"))))
+        .unwrap();
+    let woke = tokio::time::timeout(Duration::from_secs(1), waiter).await;
+    assert_eq!(woke.expect("woken when 100 was applied").unwrap(), Ok(()));
+    assert_eq!(indexer.has_reached("100"), Some(true));
+
+    // A version the API does not promise to order is refused at once, never waited on.
+    assert_eq!(
+        indexer.wait_until_reached("v7").await,
+        Err(cache::Incomparable)
+    );
+    assert_eq!(indexer.has_reached("v7"), None);
+    r.stop().await;
+}

@@ -10,12 +10,17 @@
 //! 2. It starts `workers` workers (client-go's "threadiness"). Each one loops on
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
-//! 3. One turn of the loop: `get` a key (waiting if there is none), call the
-//!    [`SyncHandler`], then
+//! 3. One turn of the loop: `get` a key (waiting if there is none); if the controller
+//!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something,
+//!    wait (briefly, woken, never polling) until the informers have seen that write,
+//!    and if they have not within the bound, requeue the key with backoff instead of
+//!    syncing it against a stale cache. Then call the [`SyncHandler`], and
 //!    - `Ok(Action::Done)`: `forget` the key, resetting its backoff;
 //!    - `Ok(Action::RequeueAfter(d))`: `forget`, then `add_after(key, d)`;
 //!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
 //!      10 ms, 20 ms, ... up to 1000 s with the default limiter;
+//!
+//!    (each requeue keeps the priority the key was handed out with);
 //!    - a panic: caught, logged, and handled like `Err`.
 //!
 //!    In every case the key is marked `done` (the [`WorkItem`](workqueue::WorkItem)
@@ -44,6 +49,7 @@ use tracing::{debug, error, info, warn};
 use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
+use crate::freshness::{Freshness, FreshnessOutcome};
 use crate::sync_handler::{Action, SyncHandler};
 
 /// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event
@@ -131,6 +137,7 @@ pub struct Controller<H> {
     queue: RateLimitingQueue<String>,
     handler: Arc<H>,
     drain_timeout: Duration,
+    freshness: Option<Freshness>,
 }
 
 impl<H> Clone for Controller<H> {
@@ -140,6 +147,7 @@ impl<H> Clone for Controller<H> {
             queue: self.queue.clone(),
             handler: Arc::clone(&self.handler),
             drain_timeout: self.drain_timeout,
+            freshness: self.freshness.clone(),
         }
     }
 }
@@ -150,6 +158,7 @@ impl<H> fmt::Debug for Controller<H> {
             .field("name", &self.name)
             .field("queue_len", &self.queue.len())
             .field("drain_timeout", &self.drain_timeout)
+            .field("freshness", &self.freshness)
             .finish_non_exhaustive()
     }
 }
@@ -163,7 +172,16 @@ impl<H: SyncHandler> Controller<H> {
             queue,
             handler: Arc::new(handler),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            freshness: None,
         }
+    }
+
+    /// Guards every sync with `freshness`: a key whose last sync recorded a write
+    /// ([`Freshness::wrote`]) is synced again only once the informers have seen that
+    /// write (see [`crate::freshness`]). Give the handler a clone of the same guard.
+    pub fn with_freshness(mut self, freshness: Freshness) -> Self {
+        self.freshness = Some(freshness);
+        self
     }
 
     /// How long [`run`](Self::run) waits, after cancellation, for in-flight and
@@ -257,6 +275,15 @@ impl<H: SyncHandler> Controller<H> {
             return false;
         };
         let key: &String = &item;
+        // Retries keep the priority the key was queued with (controller-runtime's
+        // reconcileHandler does the same): a low-priority catch-up key that fails
+        // does not jump ahead of real changes by failing.
+        let priority = item.priority();
+
+        if !self.is_fresh(key, priority).await {
+            // Requeued with backoff; the WorkItem guard marks the key done.
+            return true;
+        }
 
         let started = tokio::time::Instant::now();
         let outcome = AssertUnwindSafe(self.handler.sync(key))
@@ -281,13 +308,13 @@ impl<H: SyncHandler> Controller<H> {
             }
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
-                self.queue.add_after_ref(key, after);
+                self.queue.add_after_with_priority_ref(key, after, priority);
                 debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
             }
             Ok(Err(err)) => {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
-                self.queue.add_rate_limited_ref(key);
+                self.queue.add_rate_limited_with_priority_ref(key, priority);
                 error!(
                     controller = %self.name,
                     key = %key,
@@ -297,7 +324,7 @@ impl<H: SyncHandler> Controller<H> {
                 );
             }
             Err(panic) => {
-                self.queue.add_rate_limited_ref(key);
+                self.queue.add_rate_limited_with_priority_ref(key, priority);
                 error!(
                     controller = %self.name,
                     key = %key,
@@ -307,6 +334,39 @@ impl<H: SyncHandler> Controller<H> {
                 );
             }
         }
+        true
+    }
+}
+
+impl<H> Controller<H> {
+    /// The staleness guard's verdict on `key` (`true` without a guard): waits for the
+    /// informers to catch up with the key's last write, and when they do not within
+    /// the bound, requeues the key with backoff (as client-go 1.36's controllers do)
+    /// and answers `false`.
+    async fn is_fresh(&self, key: &String, priority: i32) -> bool {
+        let Some(freshness) = &self.freshness else {
+            return true;
+        };
+        let outcome = freshness.wait_until_fresh(key).await;
+        let result = match outcome {
+            FreshnessOutcome::NothingWritten => return true,
+            FreshnessOutcome::Fresh { .. } => metrics::FreshnessResult::Fresh,
+            FreshnessOutcome::Incomparable { .. } => metrics::FreshnessResult::Incomparable,
+            FreshnessOutcome::Stale { .. } => metrics::FreshnessResult::Stale,
+        };
+        metrics::observe_freshness(&self.name, result, outcome.waited());
+        if let FreshnessOutcome::Stale { waited } = outcome {
+            self.queue.add_rate_limited_with_priority_ref(key, priority);
+            info!(
+                controller = %self.name,
+                key = %key,
+                ?waited,
+                retries = self.queue.num_requeues(key),
+                "the informers have not seen this key's last write yet; requeued instead of syncing a stale cache"
+            );
+            return false;
+        }
+        debug!(controller = %self.name, key = %key, outcome = outcome.as_str(), waited = ?outcome.waited(), "caches caught up with the key's last write");
         true
     }
 }

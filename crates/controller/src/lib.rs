@@ -22,6 +22,12 @@
 //! - [`sync_handler`]: the [`SyncHandler`] trait and [`Action`] (done, or requeue after
 //!   a duration), with the rules a handler must follow.
 //! - [`controller`]: the loop itself, narrated step by step.
+//! - [`freshness`]: the staleness guard - a key's next sync waits until the informers
+//!   have seen its last write (client-go 1.36, KEP-5647).
+//! - [`event_priority`]: initial-list and resync events at low priority
+//!   (controller-runtime's `WithLowPriorityWhenUnchanged`).
+//! - [`loop_options`]: the staleness guard, the priority queue and the coalescing
+//!   backoff, on by default, each with a switch back to client-go's behaviour.
 //! - [`owner`]: controller owner references (`GetControllerOf`, `IsControlledBy`,
 //!   `NewControllerRef`).
 //! - [`options`], [`logging`], [`signals`]: what the binaries share - the
@@ -78,9 +84,12 @@
 pub mod client;
 pub mod controller;
 pub mod error;
+pub mod event_priority;
 pub mod events;
+pub mod freshness;
 pub mod heap;
 pub mod logging;
+pub mod loop_options;
 pub mod manager;
 pub mod options;
 pub mod owner;
@@ -95,7 +104,9 @@ pub use controller::{
 };
 pub use error::{ApiError, Error, Result};
 pub use events::EventsApi;
+pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
 pub use logging::{LogFormat, init_logging};
+pub use loop_options::{Backoff, LoopOptions};
 pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};

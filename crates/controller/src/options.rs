@@ -14,6 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use leaderelection::parse_duration;
 
 use crate::logging::LogFormat;
+use crate::loop_options::{Backoff, LoopOptions};
 use crate::throttle::{DEFAULT_BURST, DEFAULT_QPS, ThrottleLayer, ThrottleStats};
 
 /// How to reach the API server: client-go's `clientcmd.BuildConfigFromFlags`.
@@ -182,9 +183,41 @@ pub struct RunArgs {
     #[arg(long, env = "KEEP_MANAGED_FIELDS", value_parser = clap::builder::FalseyValueParser::new())]
     pub keep_managed_fields: bool,
 
+    /// How long a worker waits for the informers to catch up with the last write of
+    /// the key it is about to sync before requeueing the key instead (the staleness
+    /// guard, client-go 1.36's KEP-5647); 0 turns the guard off.
+    #[arg(long, env = "FRESHNESS_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub freshness_timeout: Duration,
+
+    /// Use client-go's single FIFO queue instead of the priority queue (which puts
+    /// initial-list and resync events behind real changes).
+    #[arg(long, env = "FIFO_QUEUE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub fifo_queue: bool,
+
+    /// Use client-go's backoff as it is: a key rate-limited again while its backoff
+    /// is pending doubles the delay (kubernetes/kubernetes issue 132805). By default
+    /// such re-triggers do not escalate it.
+    #[arg(long, env = "CLIENT_GO_BACKOFF", value_parser = clap::builder::FalseyValueParser::new())]
+    pub client_go_backoff: bool,
+
     /// Log format: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_enum)]
     pub log_format: LogFormat,
+}
+
+impl RunArgs {
+    /// The loop's staleness, queue-order and backoff choices these flags make.
+    pub fn loop_options(&self) -> LoopOptions {
+        LoopOptions {
+            freshness_timeout: self.freshness_timeout,
+            priority_queue: !self.fifo_queue,
+            backoff: if self.client_go_backoff {
+                Backoff::ClientGo
+            } else {
+                Backoff::Coalescing
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -207,6 +240,7 @@ mod tests {
         assert_eq!(cli.run.resync_period, Duration::from_secs(30));
         assert_eq!(cli.run.log_format, LogFormat::Text);
         assert!(!cli.run.keep_managed_fields);
+        assert_eq!(cli.run.loop_options(), LoopOptions::default());
         assert_eq!(
             (cli.client.kube_api_qps, cli.client.kube_api_burst),
             (DEFAULT_QPS, DEFAULT_BURST)
@@ -224,8 +258,13 @@ mod tests {
             "--master",
             "https://h:6443",
             "--keep-managed-fields",
+            "--freshness-timeout",
+            "0",
+            "--fifo-queue",
+            "--client-go-backoff",
         ])
         .unwrap();
+        assert_eq!(cli.run.loop_options(), LoopOptions::client_go());
         assert_eq!(cli.run.workers, 5);
         assert!(cli.run.keep_managed_fields);
         assert_eq!(cli.run.resync_period, Duration::from_secs(90));

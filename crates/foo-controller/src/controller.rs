@@ -3,7 +3,7 @@
 
 use apis::samplecontroller::v1alpha1::Foo;
 use cache::{InformerOptions, SharedInformerFactory};
-use controller::{Controller, InformerSynced, registration_synced};
+use controller::{Controller, InformerSynced, LoopOptions, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use record::EventRecorder;
@@ -48,6 +48,24 @@ impl FooController {
         namespace: Option<&str>,
         recorder: EventRecorder,
     ) -> Self {
+        Self::with_options(
+            client,
+            factory,
+            namespace,
+            recorder,
+            &LoopOptions::default(),
+        )
+    }
+
+    /// Like [`for_namespace`](Self::for_namespace), with the loop's staleness guard,
+    /// queue order and backoff chosen by `options` (the binary's flags).
+    pub fn with_options(
+        client: kube::Client,
+        factory: &SharedInformerFactory,
+        namespace: Option<&str>,
+        recorder: EventRecorder,
+        options: &LoopOptions,
+    ) -> Self {
         let (foo_informer, deployment_informer) = match namespace {
             None => (
                 factory.informer_for::<Foo>(),
@@ -67,7 +85,14 @@ impl FooController {
 
         // The queue is named so that its metrics (depth, adds, latency...) carry the
         // controller's name, as client-go's NewNamedRateLimitingQueue does.
-        let queue = RateLimitingQueue::with_default_rate_limiter(CONTROLLER_NAME);
+        let queue = options.new_queue(CONTROLLER_NAME);
+        // The staleness guard follows both informers: the sync writes Deployments
+        // and Foo statuses.
+        let freshness = options.freshness();
+        if let Some(freshness) = &freshness {
+            freshness.track(&foo_informer);
+            freshness.track(&deployment_informer);
+        }
 
         let foo_registration = foo_informer.add_event_handler(FooHandler::new(queue.clone()));
         let deployment_registration = deployment_informer
@@ -78,9 +103,14 @@ impl FooController {
             foo_informer.lister(),
             deployment_informer.lister(),
             recorder,
-        );
+        )
+        .with_freshness(freshness.clone());
+        let mut controller = Controller::new(CONTROLLER_NAME, queue, syncer);
+        if let Some(freshness) = freshness {
+            controller = controller.with_freshness(freshness);
+        }
         Self {
-            controller: Controller::new(CONTROLLER_NAME, queue, syncer),
+            controller,
             // Synced = the informer listed AND our handler has processed that list, so
             // the first sync sees every Foo and Deployment that existed at start.
             synced: vec![

@@ -11,6 +11,10 @@
 //!   Deployment as an update with an unchanged resourceVersion; those are skipped,
 //!   because nothing changed.
 //!
+//! Initial-list adds and resync updates are queued at low priority
+//! ([`controller::event_priority`]), so after a restart a Foo a user has just changed
+//! does not wait behind every Foo that exists.
+//!
 //! Handlers only compute keys and add them to the queue: they run on the informer's
 //! delivery thread for this handler and must be quick. The queue deduplicates, so a
 //! burst of events for one Foo costs one sync.
@@ -19,7 +23,7 @@ use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::Foo;
 use cache::{DeletedObject, EventHandler, Lister, meta_namespace_key};
-use controller::{controller_owner_key, get_controller_of};
+use controller::{controller_owner_key, event_priority, get_controller_of};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Resource;
 use tracing::{debug, warn};
@@ -36,21 +40,21 @@ impl FooHandler {
         Self { queue }
     }
 
-    fn enqueue(&self, foo: &Foo) {
+    fn enqueue(&self, foo: &Foo, priority: i32) {
         match meta_namespace_key(foo) {
-            Ok(key) => self.queue.add(key),
+            Ok(key) => self.queue.add_with_priority(key, priority),
             Err(err) => warn!(error = %err, "cannot compute a key for a Foo; skipping it"),
         }
     }
 }
 
 impl EventHandler<Foo> for FooHandler {
-    fn on_add(&self, foo: &Arc<Foo>, _is_in_initial_list: bool) {
-        self.enqueue(foo);
+    fn on_add(&self, foo: &Arc<Foo>, is_in_initial_list: bool) {
+        self.enqueue(foo, event_priority::on_add(is_in_initial_list));
     }
 
-    fn on_update(&self, _old: &Arc<Foo>, new: &Arc<Foo>) {
-        self.enqueue(new);
+    fn on_update(&self, old: &Arc<Foo>, new: &Arc<Foo>) {
+        self.enqueue(new, event_priority::on_update(&**old, &**new));
     }
 }
 
@@ -72,6 +76,11 @@ impl DeploymentHandler {
     /// (or to an earlier Foo of the same name: the UID differs) is an orphan waiting
     /// for the garbage collector, also ignored.
     pub fn handle_object(&self, deployment: &Deployment) {
+        self.handle_object_with_priority(deployment, workqueue::priority::DEFAULT);
+    }
+
+    /// [`handle_object`](Self::handle_object), queueing the Foo at `priority`.
+    fn handle_object_with_priority(&self, deployment: &Deployment, priority: i32) {
         let Some(key) = controller_owner_key::<Foo, _>(deployment) else {
             return;
         };
@@ -79,7 +88,7 @@ impl DeploymentHandler {
         match self.foos.get_by_key(&key) {
             Ok(foo) if foo.meta().uid.as_deref() == owner_uid => {
                 debug!(foo = %key, deployment = ?deployment.metadata.name, "Deployment changed; enqueueing its Foo");
-                self.queue.add(key);
+                self.queue.add_with_priority(key, priority);
             }
             _ => {
                 debug!(foo = %key, deployment = ?deployment.metadata.name, "ignoring orphaned Deployment")
@@ -89,8 +98,8 @@ impl DeploymentHandler {
 }
 
 impl EventHandler<Deployment> for DeploymentHandler {
-    fn on_add(&self, deployment: &Arc<Deployment>, _is_in_initial_list: bool) {
-        self.handle_object(deployment);
+    fn on_add(&self, deployment: &Arc<Deployment>, is_in_initial_list: bool) {
+        self.handle_object_with_priority(deployment, event_priority::on_add(is_in_initial_list));
     }
 
     fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {

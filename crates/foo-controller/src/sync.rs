@@ -20,6 +20,12 @@
 //! 6. Copy the Deployment's `availableReplicas` into the Foo's status.
 //! 7. Normal Event `Synced`.
 //!
+//! Better: every write is reported to the staleness guard ([`Freshness`], when the
+//! controller has one), so the Foo's next sync waits until the informers have seen
+//! it: a sync that follows its own create at once does not find "no Deployment" in a
+//! cache that lags and create it again (409 AlreadyExists), nor update the status
+//! from the Foo it read before its own status write (409 Conflict).
+//!
 //! Every write goes through optimistic concurrency: the object we send carries the
 //! resourceVersion we read, so a stale cache yields a 409 Conflict, which is returned
 //! as an error and retried through the queue (never in a loop here) - by then the
@@ -29,7 +35,7 @@ use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooStatus};
 use cache::{Lister, split_meta_namespace_key};
-use controller::{Action, ApiError, SyncHandler, is_controlled_by};
+use controller::{Action, ApiError, Freshness, SyncHandler, is_controlled_by};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
 use record::{EventRecorder, EventType};
@@ -62,6 +68,7 @@ pub struct FooSyncer {
     foos: Lister<Foo>,
     deployments: Lister<Deployment>,
     recorder: EventRecorder,
+    freshness: Option<Freshness>,
 }
 
 impl FooSyncer {
@@ -77,6 +84,22 @@ impl FooSyncer {
             foos,
             deployments,
             recorder,
+            freshness: None,
+        }
+    }
+
+    /// Reports every write to `freshness` (see [`controller::freshness`]); the
+    /// [`Controller`](controller::Controller) running this syncer must use the same
+    /// guard.
+    pub fn with_freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Tells the staleness guard that this sync of `key` wrote `obj`.
+    fn wrote<K: kube::Resource + 'static>(&self, key: &str, obj: &K) {
+        if let Some(freshness) = &self.freshness {
+            freshness.wrote(key, obj);
         }
     }
 
@@ -124,7 +147,10 @@ impl FooSyncer {
                 info!(key, deployment = deployment_name, "creating Deployment");
                 changed = true;
                 match deployments.create(&post, &new_deployment(&foo)?).await {
-                    Ok(created) => Arc::new(created),
+                    Ok(created) => {
+                        self.wrote(key, &created);
+                        Arc::new(created)
+                    }
                     Err(source) => {
                         let err = api_error("create Deployment", source);
                         if !err.is_invalid() {
@@ -181,6 +207,7 @@ impl FooSyncer {
                 .replace(deployment_name, &post, &desired)
                 .await
                 .map_err(|e| api_error("update Deployment", e))?;
+            self.wrote(key, &updated);
             deployment = Arc::new(updated);
         }
 
@@ -200,9 +227,11 @@ impl FooSyncer {
                 available_replicas: available,
             });
             let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
-            foos.replace_status(name, &post, &updated)
+            let written = foos
+                .replace_status(name, &post, &updated)
                 .await
                 .map_err(|source| ApiError::new("update Foo status", namespace, name, source))?;
+            self.wrote(key, &written);
         }
 
         // 7. Tell the user. Repeats are folded into one Event with a count by the

@@ -74,3 +74,58 @@ async fn deployment_events_enqueue_the_owning_foo_only_if_it_exists() {
     handler.on_add(&deployment_of(&foo("owner", "u-old"), "1"), false);
     assert!(drain(&queue).is_empty());
 }
+
+/// The keys in the order workers would get them, with their priorities.
+fn drain_in_order(queue: &RateLimitingQueue<String>) -> Vec<(String, i32)> {
+    let mut keys = Vec::new();
+    while let Some(item) = queue.try_get() {
+        keys.push((item.item().clone(), item.priority()));
+    }
+    keys
+}
+
+#[tokio::test]
+async fn initial_list_and_resync_events_wait_behind_real_changes() {
+    use workqueue::priority::{DEFAULT, LOW};
+    let queue = controller::LoopOptions::default().new_queue("t");
+    let handler = FooHandler::new(queue.clone());
+    // A restart: the initial list delivers every Foo that exists...
+    for name in ["old-1", "old-2", "old-3"] {
+        handler.on_add(&Arc::new(foo(name, name)), true);
+    }
+    // ... a resync re-delivers one unchanged ...
+    let mut resynced = foo("old-4", "old-4");
+    resynced.metadata.resource_version = Some("7".into());
+    let resynced = Arc::new(resynced);
+    handler.on_update(&resynced, &resynced);
+    // ... and then a user creates a Foo and changes another.
+    handler.on_add(&Arc::new(foo("new", "new")), false);
+    let mut changed = (*resynced).clone();
+    changed.metadata.name = Some("edited".into());
+    changed.metadata.resource_version = Some("8".into());
+    handler.on_update(&resynced, &Arc::new(changed));
+
+    assert_eq!(
+        drain_in_order(&queue),
+        [
+            ("ns/new".to_string(), DEFAULT),
+            ("ns/edited".to_string(), DEFAULT),
+            ("ns/old-1".to_string(), LOW),
+            ("ns/old-2".to_string(), LOW),
+            ("ns/old-3".to_string(), LOW),
+            ("ns/old-4".to_string(), LOW),
+        ]
+    );
+
+    // With client-go's FIFO (`--fifo-queue`) the same events keep arrival order.
+    let fifo = controller::LoopOptions {
+        priority_queue: false,
+        ..Default::default()
+    }
+    .new_queue("t");
+    let handler = FooHandler::new(fifo.clone());
+    handler.on_add(&Arc::new(foo("old-1", "old-1")), true);
+    handler.on_add(&Arc::new(foo("new", "new")), false);
+    let order: Vec<String> = drain_in_order(&fifo).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(order, ["ns/old-1", "ns/new"]);
+}

@@ -48,6 +48,7 @@
 //!
 //! ```text
 //! workqueue_depth{name="foos"} 0
+//! workqueue_depth_with_priority{name="foos",priority="0"} 0
 //! workqueue_adds_total{name="foos"} 12
 //! workqueue_queue_duration_seconds_bucket{name="foos",le="0.001"} 11
 //! reflector_lists_total{name="foos"} 1
@@ -78,8 +79,9 @@ pub use error::{Error, Result};
 pub use health::{Check, Health, ProbeResponse};
 pub use leader_election::LeaderElectionMetrics;
 pub use reconcile::{
-    ReconcileMetrics, ReconcileObserver, ReconcileResult, global_reconcile_observer,
-    init_reconcile_metrics, observe_reconcile, set_global_reconcile_observer,
+    FreshnessResult, ReconcileMetrics, ReconcileObserver, ReconcileResult,
+    global_reconcile_observer, init_reconcile_metrics, observe_freshness, observe_reconcile,
+    set_global_reconcile_observer,
 };
 pub use reflector_metrics::ReflectorMetrics;
 pub use registry::Registry;

@@ -20,6 +20,17 @@
 //! give it its own `result="panic"`, so the total still adds up and a panic is visible
 //! without a second query.
 //!
+//! The staleness guard (the controller crate's `freshness` module, KEP-5647) reports
+//! through the same hook, for keys that had a write on record before their sync:
+//!
+//! * `controller_freshness_checks_total{controller, result}`: result is `fresh` (the
+//!   caches had caught up, at once or after a wait), `stale` (the bound passed: the
+//!   key was requeued without a sync) or `incomparable` (the guard stepped aside);
+//! * `controller_freshness_wait_seconds{controller}`: how long those checks waited.
+//!
+//! Neither client-go nor controller-runtime exports these; the names follow the
+//! reconcile families' style.
+//!
 //! # The hook for the controller loop
 //!
 //! The controller crate does not know about Prometheus. It calls
@@ -62,6 +73,45 @@ pub mod names {
     pub const RECONCILE_PANICS: &str = "controller_runtime_reconcile_panics_total";
     /// Histogram: seconds per reconciliation, per controller.
     pub const RECONCILE_TIME: &str = "controller_runtime_reconcile_time_seconds";
+    /// Counter: staleness-guard checks per controller and result.
+    pub const FRESHNESS_CHECKS: &str = "controller_freshness_checks_total";
+    /// Histogram: seconds a staleness-guard check waited for the caches.
+    pub const FRESHNESS_WAIT: &str = "controller_freshness_wait_seconds";
+}
+
+/// Buckets for the staleness guard's waits (seconds): mostly milliseconds, up to the
+/// guard's bound.
+const FRESHNESS_WAIT_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// How a staleness-guard check ended: the `result` label of
+/// `controller_freshness_checks_total`.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum FreshnessResult {
+    /// The caches had caught up with the key's last write: the sync ran.
+    Fresh,
+    /// They had not within the bound: the key was requeued with backoff, unsynced.
+    Stale,
+    /// A version could not be compared: the guard stepped aside, the sync ran.
+    Incomparable,
+}
+
+impl FreshnessResult {
+    /// The label value: `fresh`, `stale` or `incomparable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FreshnessResult::Fresh => "fresh",
+            FreshnessResult::Stale => "stale",
+            FreshnessResult::Incomparable => "incomparable",
+        }
+    }
+}
+
+impl EncodeLabelValue for FreshnessResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
 }
 
 /// controller-runtime's `ReconcileTime` buckets (seconds).
@@ -128,6 +178,12 @@ pub trait ReconcileObserver: Send + Sync {
     fn init_controller(&self, controller: &str) {
         let _ = controller;
     }
+
+    /// Controller `controller`'s staleness guard checked a key that had a write on
+    /// record, with `result`, after waiting `waited`. The default does nothing.
+    fn observe_freshness(&self, controller: &str, result: FreshnessResult, waited: Duration) {
+        let _ = (controller, result, waited);
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -141,6 +197,12 @@ struct ControllerResultLabels {
     result: ReconcileResult,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FreshnessLabels {
+    controller: String,
+    result: FreshnessResult,
+}
+
 /// The reconcile metric families; a [`ReconcileObserver`].
 #[derive(Clone)]
 pub struct ReconcileMetrics {
@@ -148,6 +210,8 @@ pub struct ReconcileMetrics {
     errors: Family<ControllerLabel, Counter>,
     panics: Family<ControllerLabel, Counter>,
     time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    freshness_checks: Family<FreshnessLabels, Counter>,
+    freshness_wait: Family<ControllerLabel, Histogram, fn() -> Histogram>,
 }
 
 impl fmt::Debug for ReconcileMetrics {
@@ -160,6 +224,10 @@ fn reconcile_time_histogram() -> Histogram {
     Histogram::new(RECONCILE_TIME_BUCKETS)
 }
 
+fn freshness_wait_histogram() -> Histogram {
+    Histogram::new(FRESHNESS_WAIT_BUCKETS)
+}
+
 impl ReconcileMetrics {
     /// Creates the families and registers them in `registry`.
     pub fn new(registry: &Registry) -> Self {
@@ -168,6 +236,8 @@ impl ReconcileMetrics {
             errors: Family::default(),
             panics: Family::default(),
             time: Family::new_with_constructor(reconcile_time_histogram),
+            freshness_checks: Family::default(),
+            freshness_wait: Family::new_with_constructor(freshness_wait_histogram),
         };
         registry.register(
             counter_family_name(names::RECONCILE_TOTAL),
@@ -188,6 +258,16 @@ impl ReconcileMetrics {
             names::RECONCILE_TIME,
             "Length of time per reconciliation per controller",
             metrics.time.clone(),
+        );
+        registry.register(
+            counter_family_name(names::FRESHNESS_CHECKS),
+            "Staleness-guard checks of keys with a write on record, per controller and result",
+            metrics.freshness_checks.clone(),
+        );
+        registry.register(
+            names::FRESHNESS_WAIT,
+            "Seconds a staleness-guard check waited for the informer caches, per controller",
+            metrics.freshness_wait.clone(),
         );
         metrics
     }
@@ -234,6 +314,20 @@ impl ReconcileObserver for ReconcileMetrics {
         let _ = self.errors.get_or_create(&label);
         let _ = self.panics.get_or_create(&label);
     }
+
+    fn observe_freshness(&self, controller: &str, result: FreshnessResult, waited: Duration) {
+        self.freshness_checks
+            .get_or_create(&FreshnessLabels {
+                controller: controller.to_string(),
+                result,
+            })
+            .inc();
+        self.freshness_wait
+            .get_or_create(&ControllerLabel {
+                controller: controller.to_string(),
+            })
+            .observe(waited.as_secs_f64());
+    }
 }
 
 static GLOBAL_OBSERVER: OnceLock<Arc<dyn ReconcileObserver>> = OnceLock::new();
@@ -255,6 +349,14 @@ pub fn global_reconcile_observer() -> Option<Arc<dyn ReconcileObserver>> {
 pub fn observe_reconcile(controller: &str, result: ReconcileResult, duration: Duration) {
     if let Some(observer) = GLOBAL_OBSERVER.get() {
         observer.observe(controller, result, duration);
+    }
+}
+
+/// Reports one staleness-guard check to the process-wide observer (see
+/// [`ReconcileObserver::observe_freshness`]); one atomic load when none is installed.
+pub fn observe_freshness(controller: &str, result: FreshnessResult, waited: Duration) {
+    if let Some(observer) = GLOBAL_OBSERVER.get() {
+        observer.observe_freshness(controller, result, waited);
     }
 }
 

@@ -16,6 +16,14 @@
 //! | `workqueue_work_duration_seconds` | how long one sync takes |
 //! | `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds` | growing = a stuck worker |
 //! | `workqueue_retries_total` | rate of rate-limited requeues (failing syncs) |
+//! | `workqueue_depth_with_priority` | keys waiting, per [priority](workqueue::priority) (label `priority`) |
+//!
+//! The last one is controller-runtime's priority-labelled `workqueue_depth{priority}`
+//! under a name of its own, because `workqueue_depth` keeps client-go's label set here
+//! (one family cannot have two). Like controller-runtime, it labels at most
+//! [`MAX_PRIORITY_LABELS`] distinct priorities per queue; further ones are counted under
+//! `priority="exceeded_cardinality_limit"`. Unlike controller-runtime, a priority
+//! keeps the label it first got, so each series still goes up and down in balance.
 //!
 //! The two duration histograms use component-base's buckets: 1 µs to 1000 s, powers
 //! of ten. (controller-runtime starts at 10 ns; component-base is what the
@@ -25,6 +33,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -45,7 +55,22 @@ fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
 
-/// The seven workqueue metric families; a [`workqueue::MetricsProvider`].
+/// Distinct priorities labelled per queue (controller-runtime's
+/// `maxRecommendedUniquePriorities`: its two priorities, plus room for your own).
+pub const MAX_PRIORITY_LABELS: usize = 25;
+
+/// The `priority` label of the priorities beyond [`MAX_PRIORITY_LABELS`]
+/// (controller-runtime's placeholder).
+pub const PRIORITY_CARDINALITY_EXCEEDED: &str = "exceeded_cardinality_limit";
+
+/// Label set `{name="...", priority="..."}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamePriorityLabels {
+    name: String,
+    priority: String,
+}
+
+/// The eight workqueue metric families; a [`workqueue::MetricsProvider`].
 ///
 /// ```
 /// use std::sync::Arc;
@@ -56,9 +81,12 @@ fn duration_histogram() -> Histogram {
 /// // In a binary: provider.install_global(); here, for this queue only:
 /// let queue = Queue::with_config(QueueConfig::named("foos").with_metrics_provider(Arc::new(provider)));
 /// queue.add("default/a".to_string());
+/// queue.add_with_priority("default/b".to_string(), workqueue::priority::LOW);
 /// let text = registry.encode().unwrap();
-/// assert!(text.contains("workqueue_depth{name=\"foos\"} 1\n"));
-/// assert!(text.contains("workqueue_adds_total{name=\"foos\"} 1\n"));
+/// assert!(text.contains("workqueue_depth{name=\"foos\"} 2\n"));
+/// assert!(text.contains("workqueue_adds_total{name=\"foos\"} 2\n"));
+/// assert!(text.contains("workqueue_depth_with_priority{name=\"foos\",priority=\"0\"} 1\n"));
+/// assert!(text.contains("workqueue_depth_with_priority{name=\"foos\",priority=\"-100\"} 1\n"));
 /// ```
 #[derive(Clone)]
 pub struct WorkqueueMetrics {
@@ -69,6 +97,7 @@ pub struct WorkqueueMetrics {
     unfinished_work_seconds: Family<NameLabel, FloatGauge>,
     longest_running_processor: Family<NameLabel, FloatGauge>,
     retries: Family<NameLabel, Counter>,
+    depth_with_priority: Family<NamePriorityLabels, Gauge>,
 }
 
 impl fmt::Debug for WorkqueueMetrics {
@@ -89,6 +118,7 @@ impl WorkqueueMetrics {
             unfinished_work_seconds: Family::default(),
             longest_running_processor: Family::default(),
             retries: Family::default(),
+            depth_with_priority: Family::default(),
         };
         registry.register(
             names::DEPTH,
@@ -126,6 +156,11 @@ impl WorkqueueMetrics {
             counter_family_name(names::RETRIES),
             "Total number of retries handled by workqueue",
             metrics.retries.clone(),
+        );
+        registry.register(
+            names::DEPTH_WITH_PRIORITY,
+            "Current depth of workqueue by priority",
+            metrics.depth_with_priority.clone(),
         );
         metrics
     }
@@ -189,5 +224,85 @@ impl workqueue::MetricsProvider for WorkqueueMetrics {
         Arc::new(Adapter(
             self.retries.get_or_create_owned(&NameLabel::new(name)),
         ))
+    }
+
+    fn new_depth_with_priority_metric(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn workqueue::PriorityGaugeMetric>> {
+        Some(Arc::new(DepthWithPriority::new(
+            self.depth_with_priority.clone(),
+            name,
+        )))
+    }
+}
+
+/// One queue's `workqueue_depth_with_priority` series, by priority.
+///
+/// The queue calls it under its own lock on every add and get, so the series of the
+/// priorities seen so far are kept at hand (a short list: a queue uses a handful of
+/// priorities) rather than looked up in the family, which would format a label and
+/// take the family's lock each time.
+struct DepthWithPriority {
+    family: Family<NamePriorityLabels, Gauge>,
+    name: String,
+    series: Mutex<PrioritySeries>,
+}
+
+#[derive(Default)]
+struct PrioritySeries {
+    /// The series of each labelled priority, at most [`MAX_PRIORITY_LABELS`].
+    labelled: Vec<(i32, Gauge)>,
+    /// The placeholder series, once a priority did not fit.
+    exceeded: Option<Gauge>,
+}
+
+impl DepthWithPriority {
+    fn new(family: Family<NamePriorityLabels, Gauge>, name: &str) -> Self {
+        Self {
+            family,
+            name: name.to_string(),
+            series: Mutex::default(),
+        }
+    }
+
+    /// Runs `f` on `priority`'s series.
+    fn with_gauge(&self, priority: i32, f: impl FnOnce(&Gauge)) {
+        let mut series = self.series.lock();
+        let series = &mut *series;
+        if let Some((_, gauge)) = series.labelled.iter().find(|(p, _)| *p == priority) {
+            return f(gauge);
+        }
+        if series.labelled.len() < MAX_PRIORITY_LABELS {
+            let gauge = self.series_for(priority.to_string());
+            f(&gauge);
+            series.labelled.push((priority, gauge));
+            return;
+        }
+        let gauge = series
+            .exceeded
+            .get_or_insert_with(|| self.series_for(PRIORITY_CARDINALITY_EXCEEDED.to_string()));
+        f(gauge);
+    }
+
+    fn series_for(&self, priority: String) -> Gauge {
+        self.family.get_or_create_owned(&NamePriorityLabels {
+            name: self.name.clone(),
+            priority,
+        })
+    }
+}
+
+impl workqueue::PriorityGaugeMetric for DepthWithPriority {
+    fn inc(&self, priority: i32) {
+        self.with_gauge(priority, |g| {
+            g.inc();
+        });
+    }
+
+    fn dec(&self, priority: i32) {
+        self.with_gauge(priority, |g| {
+            g.dec();
+        });
     }
 }

@@ -9,14 +9,15 @@ use cache::testing::{ScriptedListerWatcher, api_error, config_map, gone};
 use cache::{DeltaFifo, InformerQueue, Reflector};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::WatchEvent;
-use metrics::testing::sample_value;
+use metrics::testing::{parse_samples, sample_value};
+use metrics::workqueue_metrics::{MAX_PRIORITY_LABELS, PRIORITY_CARDINALITY_EXCEEDED};
 use metrics::{
-    LeaderElectionMetrics, ReconcileMetrics, ReconcileObserver, ReconcileResult, ReflectorMetrics,
-    Registry, WorkqueueMetrics,
+    FreshnessResult, LeaderElectionMetrics, ReconcileMetrics, ReconcileObserver, ReconcileResult,
+    ReflectorMetrics, Registry, WorkqueueMetrics,
 };
 use tokio::time::advance;
 use tokio_util::sync::CancellationToken;
-use workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue};
+use workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue, priority};
 
 fn value(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
     let text = registry.encode().unwrap();
@@ -106,6 +107,94 @@ async fn workqueue_families_follow_a_real_queue() {
     );
     assert_eq!(value(&registry, "workqueue_depth", &q), 0.0);
     queue.shut_down();
+}
+
+#[tokio::test(start_paused = true)]
+async fn workqueue_depth_with_priority_follows_a_real_queue() {
+    let registry = Registry::new();
+    let provider = Arc::new(WorkqueueMetrics::new(&registry));
+    let queue = RateLimitingQueue::with_config(
+        ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(1)),
+        QueueConfig::named("prio").with_metrics_provider(provider),
+    );
+    let at = |p: &'static str| [("name", "prio"), ("priority", p)];
+    let depth = |p| value(&registry, "workqueue_depth_with_priority", &at(p));
+
+    queue.add("changed".to_string());
+    queue.add_with_priority("listed-1".to_string(), priority::LOW);
+    queue.add_with_priority("listed-2".to_string(), priority::LOW);
+    assert_eq!((depth("0"), depth("-100")), (1.0, 2.0));
+    // The plain depth is still client-go's, across priorities.
+    assert_eq!(
+        value(&registry, "workqueue_depth", &[("name", "prio")]),
+        3.0
+    );
+
+    // An event for a listed object raises it: the count moves with it.
+    queue.add("listed-2".to_string());
+    assert_eq!((depth("0"), depth("-100")), (2.0, 1.0));
+
+    let first = queue.get().await.unwrap();
+    assert_eq!((first.as_str(), first.priority()), ("changed", 0));
+    assert_eq!(depth("0"), 1.0);
+    // A failure requeued at the priority it had: counted once it is due.
+    queue.add_rate_limited_with_priority_ref(&first, first.priority());
+    first.done();
+    assert_eq!(depth("0"), 1.0);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(depth("0"), 2.0);
+
+    while let Some(item) = queue.try_get() {
+        item.done();
+    }
+    assert_eq!((depth("0"), depth("-100")), (0.0, 0.0));
+    assert_eq!(
+        value(&registry, "workqueue_depth", &[("name", "prio")]),
+        0.0
+    );
+    queue.shut_down();
+}
+
+#[tokio::test]
+async fn workqueue_depth_with_priority_labels_a_bounded_number_of_priorities() {
+    let registry = Registry::new();
+    let provider = Arc::new(WorkqueueMetrics::new(&registry));
+    let queue =
+        workqueue::Queue::with_config(QueueConfig::named("many").with_metrics_provider(provider));
+    let extra = 5;
+    let priorities = (0..(MAX_PRIORITY_LABELS + extra) as i32).map(|p| p * 10);
+    for p in priorities.clone() {
+        queue.add_with_priority(p, p);
+    }
+    let text = registry.encode().unwrap();
+    let series = parse_samples(&text)
+        .into_iter()
+        .filter(|s| s.name == "workqueue_depth_with_priority")
+        .count();
+    assert_eq!(series, MAX_PRIORITY_LABELS + 1, "{text}");
+    let exceeded = [
+        ("name", "many"),
+        ("priority", PRIORITY_CARDINALITY_EXCEEDED),
+    ];
+    let zero = [("name", "many"), ("priority", "0")];
+    assert_eq!(
+        value(&registry, "workqueue_depth_with_priority", &zero),
+        1.0
+    );
+    assert_eq!(
+        value(&registry, "workqueue_depth_with_priority", &exceeded),
+        extra as f64
+    );
+    // Every priority keeps its series: handing everything out balances each one.
+    while let Some(item) = queue.try_get() {
+        item.done();
+    }
+    let text = registry.encode().unwrap();
+    for sample in parse_samples(&text) {
+        if sample.name == "workqueue_depth_with_priority" {
+            assert_eq!(sample.value, 0.0, "{text}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -344,4 +433,35 @@ fn leader_status_is_one_while_leading() {
         text.contains("# TYPE leader_election_master_status gauge"),
         "{text}"
     );
+}
+
+#[test]
+fn freshness_families_count_checks_by_result_and_time_the_waits() {
+    let registry = Registry::new();
+    let reconcile = ReconcileMetrics::new(&registry);
+    reconcile.observe_freshness("foo", FreshnessResult::Fresh, Duration::ZERO);
+    reconcile.observe_freshness("foo", FreshnessResult::Fresh, Duration::from_millis(30));
+    reconcile.observe_freshness("foo", FreshnessResult::Stale, Duration::from_secs(2));
+    reconcile.observe_freshness("bar", FreshnessResult::Incomparable, Duration::ZERO);
+    let checks = |controller: &str, result: &str| {
+        value(
+            &registry,
+            "controller_freshness_checks_total",
+            &[("controller", controller), ("result", result)],
+        )
+    };
+    assert_eq!(checks("foo", "fresh"), 2.0);
+    assert_eq!(checks("foo", "stale"), 1.0);
+    assert_eq!(checks("bar", "incomparable"), 1.0);
+    let waits = |le: &str| {
+        value(
+            &registry,
+            "controller_freshness_wait_seconds_bucket",
+            &[("controller", "foo"), ("le", le)],
+        )
+    };
+    assert_eq!(waits("0.0005"), 1.0); // the wait that was not needed
+    assert_eq!(waits("0.05"), 2.0);
+    assert_eq!(waits("1.0"), 2.0);
+    assert_eq!(waits("2.5"), 3.0); // the bound
 }

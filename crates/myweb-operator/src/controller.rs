@@ -5,6 +5,7 @@
 use apis::operator::v1::MyWeb;
 use builder::{Builder, BuiltController};
 use cache::SharedInformerFactory;
+use controller::LoopOptions;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use record::EventRecorder;
@@ -29,8 +30,33 @@ pub fn new_controller(
     recorder: EventRecorder,
     workers: usize,
 ) -> MyWebController {
+    new_controller_with(
+        client,
+        factory,
+        namespace,
+        recorder,
+        workers,
+        &LoopOptions::default(),
+    )
+}
+
+/// [`new_controller`], with the loop's staleness guard, queue order and backoff
+/// chosen by `options` (the binary's flags).
+pub fn new_controller_with(
+    client: kube::Client,
+    factory: &SharedInformerFactory,
+    namespace: Option<&str>,
+    recorder: EventRecorder,
+    workers: usize,
+    options: &LoopOptions,
+) -> MyWebController {
+    // The staleness guard follows every watched kind: the reconciler applies the
+    // ConfigMap, Deployment and Service and writes the MyWeb's status.
+    let freshness = options.freshness();
     let builder = Builder::new(CONTROLLER_NAME, client.clone(), factory)
         .namespace(namespace)
+        .loop_options(*options)
+        .freshness(freshness.clone())
         .for_::<MyWeb>()
         .owns::<ConfigMap>()
         .owns::<Deployment>()
@@ -43,5 +69,5 @@ pub fn new_controller(
         deployments: builder.lister(),
         services: builder.lister(),
     };
-    builder.complete(MyWebReconciler::new(client, listers, recorder))
+    builder.complete(MyWebReconciler::new(client, listers, recorder).with_freshness(freshness))
 }

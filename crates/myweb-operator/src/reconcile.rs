@@ -45,7 +45,7 @@ use std::fmt::Debug;
 use apis::operator::v1::MyWeb;
 use builder::{Action, Reconciler, Request};
 use cache::Lister;
-use controller::{ApiError, is_controlled_by};
+use controller::{ApiError, Freshness, is_controlled_by};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
@@ -71,6 +71,7 @@ pub struct MyWebReconciler {
     deployments: Lister<Deployment>,
     services: Lister<Service>,
     recorder: EventRecorder,
+    freshness: Option<Freshness>,
 }
 
 /// The listers a [`MyWebReconciler`] reads from.
@@ -96,6 +97,24 @@ impl MyWebReconciler {
             deployments: listers.deployments,
             services: listers.services,
             recorder,
+            freshness: None,
+        }
+    }
+
+    /// Reports every write to `freshness` (see [`controller::freshness`]), so a
+    /// MyWeb's next reconcile waits until the informers have seen them; the builder
+    /// must be given the same guard.
+    pub fn with_freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Tells the staleness guard that reconciling `web` wrote `obj`.
+    fn wrote<K: kube::Resource + 'static>(&self, web: &MyWeb, obj: &K) {
+        if let Some(freshness) = &self.freshness {
+            let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
+            let name = web.metadata.name.as_deref().unwrap_or_default();
+            freshness.wrote(&format!("{namespace}/{name}"), obj);
         }
     }
 
@@ -156,7 +175,7 @@ impl MyWebReconciler {
         let failed = |action: &'static str, source| {
             Error::Api(ApiError::new(action, &namespace, &name, source))
         };
-        match cache.get(&namespace, &name) {
+        let written = match cache.get(&namespace, &name) {
             Ok(current) if !is_controlled_by(&*current, web) => Err(Error::ResourceExists {
                 kind: K::KIND,
                 name,
@@ -179,7 +198,9 @@ impl MyWebReconciler {
                     .map_err(|e| failed(K::CREATE, e))
             }
             Err(err) => Err(Error::Cache(err)),
-        }
+        }?;
+        self.wrote(web, &written);
+        Ok(written)
     }
 
     /// Step 3: patches the status subresource when it differs from what the cache has,
@@ -201,9 +222,11 @@ impl MyWebReconciler {
         // since the cache saw it, a 409 Conflict retries the request with the newer one.
         let mut updated = web.clone();
         updated.status = Some(status);
-        api.replace_status(name, &params, &updated)
+        let written = api
+            .replace_status(name, &params, &updated)
             .await
             .map_err(|e| Error::Api(ApiError::new("update MyWeb status", namespace, name, e)))?;
+        self.wrote(web, &written);
         if readiness.ready && !was_ready {
             self.recorder.event(
                 web,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use apis::cloudnative::v1alpha1::VirtualMachine;
 use cache::{InformerOptions, SharedInformerFactory};
-use controller::{Controller, InformerSynced};
+use controller::{Controller, InformerSynced, LoopOptions};
 use kube::Api;
 use record::EventRecorder;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,9 @@ pub struct VirtualMachineControllerOptions {
     pub usage_period: Duration,
     /// Watch only this namespace (`None`: every namespace).
     pub namespace: Option<String>,
+    /// The loop's staleness guard, queue order and backoff (every fix on by
+    /// default; the binary's flags choose).
+    pub loop_options: LoopOptions,
 }
 
 impl Default for VirtualMachineControllerOptions {
@@ -35,6 +38,7 @@ impl Default for VirtualMachineControllerOptions {
         Self {
             usage_period: DEFAULT_USAGE_PERIOD,
             namespace: None,
+            loop_options: LoopOptions::default(),
         }
     }
 }
@@ -70,13 +74,24 @@ impl VirtualMachineController {
         let informer = factory.informer_for_api(api, InformerOptions::default());
 
         // A named queue, so its metrics carry the controller's name.
-        let queue = RateLimitingQueue::with_default_rate_limiter(CONTROLLER_NAME);
+        let queue = options.loop_options.new_queue(CONTROLLER_NAME);
         let registration = informer.add_event_handler(VirtualMachineHandler::new(queue.clone()));
+        // The staleness guard: the sync writes finalizers and statuses of the
+        // VirtualMachines themselves.
+        let freshness = options.loop_options.freshness();
+        if let Some(freshness) = &freshness {
+            freshness.track(&informer);
+        }
 
         let syncer = VirtualMachineSyncer::new(client, informer.lister(), driver, recorder)
-            .with_usage_period(options.usage_period);
+            .with_usage_period(options.usage_period)
+            .with_freshness(freshness.clone());
+        let mut controller = Controller::new(CONTROLLER_NAME, queue, syncer);
+        if let Some(freshness) = freshness {
+            controller = controller.with_freshness(freshness);
+        }
         Self {
-            controller: Controller::new(CONTROLLER_NAME, queue, syncer),
+            controller,
             // Synced = listed AND our handler has processed the list: the first sync
             // sees every VirtualMachine that existed at start.
             synced: vec![controller::registration_synced(registration)],

@@ -129,6 +129,11 @@ impl VirtualMachineSyncer {
             .patch_metadata(&name, &params, &Patch::Merge(&patch))
             .await
             .map_err(|source| ApiError::new(action, &namespace, &name, source))?;
+        self.wrote(
+            &namespace,
+            &name,
+            answered.metadata.resource_version.as_deref(),
+        );
         vm.metadata.resource_version = answered.metadata.resource_version;
         vm.metadata.finalizers = answered.metadata.finalizers;
         if answered.metadata.annotations.is_some() {

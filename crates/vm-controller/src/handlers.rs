@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use apis::cloudnative::v1alpha1::VirtualMachine;
 use cache::{DeletedObject, EventHandler, meta_namespace_key};
+use controller::event_priority;
 use tracing::{debug, warn};
 use workqueue::RateLimitingQueue;
 
@@ -34,9 +35,9 @@ impl VirtualMachineHandler {
         Self { queue }
     }
 
-    fn enqueue(&self, vm: &VirtualMachine) {
+    fn enqueue(&self, vm: &VirtualMachine, priority: i32) {
         match meta_namespace_key(vm) {
-            Ok(key) => self.queue.add(key),
+            Ok(key) => self.queue.add_with_priority(key, priority),
             Err(err) => {
                 warn!(error = %err, "cannot compute a key for a VirtualMachine; skipping it")
             }
@@ -45,15 +46,16 @@ impl VirtualMachineHandler {
 }
 
 impl EventHandler<VirtualMachine> for VirtualMachineHandler {
-    fn on_add(&self, vm: &Arc<VirtualMachine>, _is_in_initial_list: bool) {
-        self.enqueue(vm);
+    fn on_add(&self, vm: &Arc<VirtualMachine>, is_in_initial_list: bool) {
+        // Initial-list adds wait behind real changes (see controller::event_priority).
+        self.enqueue(vm, event_priority::on_add(is_in_initial_list));
     }
 
     fn on_update(&self, old: &Arc<VirtualMachine>, new: &Arc<VirtualMachine>) {
         if old.metadata.resource_version == new.metadata.resource_version {
             return;
         }
-        self.enqueue(new);
+        self.enqueue(new, workqueue::priority::DEFAULT);
     }
 
     fn on_delete(&self, deleted: &DeletedObject<VirtualMachine>) {

@@ -113,9 +113,16 @@ impl VirtualMachineSyncer {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..PostParams::default()
         };
-        api.replace_status(&name, &post, &updated)
+        let written = api
+            .replace_status(&name, &post, &updated)
             .await
-            .map_err(|source| ApiError::new("update status", &namespace, &name, source).into())
+            .map_err(|source| ApiError::new("update status", &namespace, &name, source))?;
+        self.wrote(
+            &namespace,
+            &name,
+            written.metadata.resource_version.as_deref(),
+        );
+        Ok(written)
     }
 }
 

@@ -49,7 +49,7 @@ use std::time::Duration;
 
 use apis::cloudnative::v1alpha1::{ServerStatus, VirtualMachine, VirtualMachinePhase};
 use cache::{Lister, split_meta_namespace_key};
-use controller::{Action, SyncHandler};
+use controller::{Action, Freshness, SyncHandler};
 use k8s_openapi::jiff::Timestamp;
 use record::{EventRecorder, EventType};
 use tracing::{info, warn};
@@ -95,6 +95,7 @@ pub struct VirtualMachineSyncer {
     pub(crate) recorder: EventRecorder,
     pub(crate) usage_period: Duration,
     pub(crate) clock: Clock,
+    pub(crate) freshness: Option<Freshness>,
 }
 
 impl fmt::Debug for VirtualMachineSyncer {
@@ -121,6 +122,23 @@ impl VirtualMachineSyncer {
             recorder,
             usage_period: DEFAULT_USAGE_PERIOD,
             clock: Arc::new(Timestamp::now),
+            freshness: None,
+        }
+    }
+
+    /// Reports every write to `freshness` (see [`controller::freshness`]); the
+    /// [`Controller`](controller::Controller) running this syncer must use the same
+    /// guard.
+    pub fn with_freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Tells the staleness guard that this sync wrote the VirtualMachine
+    /// `namespace/name` (its key) at `resource_version`.
+    pub(crate) fn wrote(&self, namespace: &str, name: &str, resource_version: Option<&str>) {
+        if let (Some(freshness), Some(rv)) = (&self.freshness, resource_version) {
+            freshness.wrote_version::<VirtualMachine>(&format!("{namespace}/{name}"), rv);
         }
     }
 

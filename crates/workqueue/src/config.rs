@@ -17,6 +17,11 @@ pub struct QueueConfig {
     pub name: String,
     /// The provider for this queue's metrics; `None` uses the global provider.
     pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
+    /// Ignore priorities: every add counts as priority 0, whatever it asks for, so the
+    /// queue is client-go's single FIFO even for code written for priorities (the
+    /// controllers' `--fifo-queue` switch). Off by default; a queue nobody passes a
+    /// priority to is client-go's FIFO either way (see [`crate::priority`]).
+    pub fifo: bool,
 }
 
 impl QueueConfig {
@@ -25,7 +30,15 @@ impl QueueConfig {
         Self {
             name: name.into(),
             metrics_provider: None,
+            fifo: false,
         }
+    }
+
+    /// Ignore priorities (`true`: every add counts as priority 0, see
+    /// [`fifo`](Self::fifo)) or honour them (`false`, the default).
+    pub fn with_fifo(mut self, fifo: bool) -> Self {
+        self.fifo = fifo;
+        self
     }
 
     /// Use `provider` for this queue's metrics instead of the global provider.
@@ -40,6 +53,7 @@ impl fmt::Debug for QueueConfig {
         f.debug_struct("QueueConfig")
             .field("name", &self.name)
             .field("metrics_provider", &self.metrics_provider.is_some())
+            .field("fifo", &self.fifo)
             .finish()
     }
 }

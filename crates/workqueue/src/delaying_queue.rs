@@ -11,7 +11,10 @@
 //!
 //! Waiting is not queueing: the item becomes dirty only when its time comes, and the
 //! plain [`Queue`] rules (deduplication, one worker at a time) apply from then on. An
-//! item waiting twice keeps the **earlier** ready time, like client-go.
+//! item waiting twice keeps the **earlier** ready time, like client-go, and the
+//! **higher** [priority](crate::priority), like controller-runtime; it is added at
+//! that priority when due. Items due at the same time are added in the order they
+//! were parked, so within a priority they line up by when they became ready.
 //!
 //! Unlike client-go, which hands new entries to its loop over a channel, `add_after`
 //! inserts into the waiting set directly under a short lock, so it never blocks on the
@@ -134,18 +137,35 @@ impl<T: Item> DelayingQueue<T> {
     ///
     /// A zero delay adds at once. Ignored after shutdown. If the item is already
     /// waiting, it keeps whichever ready time is earlier. Counts a retry in the
-    /// `workqueue_retries_total` metric, like client-go.
+    /// `workqueue_retries_total` metric, like client-go. Adds at priority
+    /// [`DEFAULT`](crate::priority::DEFAULT), unless the item is already waiting with
+    /// a higher one.
     pub fn add_after(&self, item: T, delay: Duration) {
-        self.add_after_cow(Cow::Owned(item), delay);
+        self.add_after_cow(Cow::Owned(item), delay, crate::priority::DEFAULT);
     }
 
     /// [`add_after`](Self::add_after) for an item held by reference: cloned only if
     /// it is stored (not already waiting with an earlier or equal ready time).
     pub fn add_after_ref(&self, item: &T, delay: Duration) {
-        self.add_after_cow(Cow::Borrowed(item), delay);
+        self.add_after_cow(Cow::Borrowed(item), delay, crate::priority::DEFAULT);
     }
 
-    fn add_after_cow(&self, item: Cow<'_, T>, delay: Duration) {
+    /// [`add_after`](Self::add_after) at `priority`: controller-runtime's
+    /// `AddWithOpts(AddOpts{After: delay, Priority: &priority}, item)`.
+    ///
+    /// An item already waiting keeps the earlier ready time and the higher priority,
+    /// and is [added](Queue::add_with_priority) at that priority when due.
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
+        self.add_after_cow(Cow::Owned(item), delay, priority);
+    }
+
+    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
+    /// reference (cloned only if it is stored, as [`add_after_ref`](Self::add_after_ref)).
+    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
+        self.add_after_cow(Cow::Borrowed(item), delay, priority);
+    }
+
+    fn add_after_cow(&self, item: Cow<'_, T>, delay: Duration, priority: i32) {
         if self.queue.shutting_down() {
             return;
         }
@@ -154,13 +174,13 @@ impl<T: Item> DelayingQueue<T> {
         }
         let hash = self.queue.shared.hasher.hash_one(&*item);
         if delay.is_zero() {
-            self.queue.add_hashed(hash, item);
+            self.queue.add_hashed(hash, item, priority);
             return;
         }
         let now = Instant::now();
         let ready_at = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
         let mut w = self.delay.waiting.lock();
-        let (is_new_head, unused) = w.insert(hash, item, ready_at);
+        let (is_new_head, unused) = w.insert(hash, item, ready_at, priority);
         drop(w);
         drop(unused);
         if is_new_head {
@@ -205,8 +225,8 @@ async fn waiting_loop<T: Item>(
             let now = Instant::now();
             let next_ready = delay.waiting.lock().pop_due(now, &mut due);
             // Add outside the waiting lock: the two locks are never held together.
-            for (hash, item) in due.drain(..) {
-                queue.add_hashed(hash, Cow::Owned(item));
+            for (hash, item, priority) in due.drain(..) {
+                queue.add_hashed(hash, Cow::Owned(item), priority);
             }
             next_ready
         };

@@ -13,6 +13,11 @@
 //! * a key added while a worker holds it is processed again after that worker is
 //!   done, so the last change is never missed.
 //!
+//! Keys can carry a [priority] (controller-runtime's priority queue), so that
+//! the object a user just changed is not stuck behind thousands of keys from a
+//! controller's initial list: [`add_with_priority`](Queue::add_with_priority) and
+//! friends, [`WorkItem::priority`]. Without them the queue is exactly client-go's.
+//!
 //! # Performance notes
 //!
 //! * [`Queue::get`] returns a [`WorkItem`] that borrows the queue and lends out the
@@ -43,6 +48,7 @@
 //! | `DefaultTypedControllerRateLimiter`    | [`default_controller_rate_limiter`]   |
 //! | (none; kubernetes issue 132805)        | [`CoalescingRateLimiter`]             |
 //! | `MetricsProvider`, `SetProvider`       | [`MetricsProvider`], [`set_global_metrics_provider`] |
+//! | controller-runtime `priorityqueue.AddWithOpts` / `GetWithPriority` / `handler.LowPriority` | [`Queue::add_with_priority`], [`RateLimitingQueue::add_with_opts`] ([`AddOpts`]) / [`WorkItem::priority`] / [`priority::LOW`] |
 //!
 //! # A worker loop
 //!
@@ -105,6 +111,7 @@ mod config;
 pub mod delaying_queue;
 mod item_map;
 pub mod metrics;
+pub mod priority;
 pub mod queue;
 pub mod rate_limiter;
 pub mod rate_limiting_queue;
@@ -117,13 +124,13 @@ pub use bucket_rate_limiter::BucketRateLimiter;
 pub use coalescing_rate_limiter::CoalescingRateLimiter;
 pub use delaying_queue::DelayingQueue;
 pub use metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, names,
-    set_global_metrics_provider,
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
+    SettableGaugeMetric, names, set_global_metrics_provider,
 };
 pub use queue::{Item, ItemState, Queue, QueueConfig};
 pub use rate_limiter::{
     ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
     WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
 };
-pub use rate_limiting_queue::RateLimitingQueue;
+pub use rate_limiting_queue::{AddOpts, RateLimitingQueue};
 pub use work_item::{OwnedWorkItem, WorkItem};

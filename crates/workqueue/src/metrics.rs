@@ -10,6 +10,16 @@
 //! and a provider (its own in [`QueueConfig`], or the process-wide
 //! one from [`set_global_metrics_provider`]), as in client-go. When they are off the
 //! queue keeps no per-item timestamps at all.
+//!
+//! # Depth per priority
+//!
+//! A queue whose items have [priorities](crate::priority) also reports its depth per
+//! priority, when the provider offers a gauge for it
+//! ([`MetricsProvider::new_depth_with_priority_metric`]; by default it does not). That
+//! gauge is fed *in addition to* the plain depth gauge, so `workqueue_depth` keeps its
+//! client-go meaning and labels. controller-runtime instead replaces `workqueue_depth`
+//! with a priority-labelled series of the same name; one family cannot carry both label
+//! sets, hence the separate name, [`names::DEPTH_WITH_PRIORITY`].
 
 use std::collections::HashMap;
 use std::pin::pin;
@@ -42,6 +52,11 @@ pub mod names {
     pub const LONGEST_RUNNING_PROCESSOR: &str = "workqueue_longest_running_processor_seconds";
     /// Counter: total number of retries (`add_after` / `add_rate_limited`).
     pub const RETRIES: &str = "workqueue_retries_total";
+    /// Gauge, labelled by priority as well: current depth of the queue per item
+    /// priority (controller-runtime's priority-labelled `workqueue_depth`). Only
+    /// reported when the provider implements
+    /// [`new_depth_with_priority_metric`](super::MetricsProvider::new_depth_with_priority_metric).
+    pub const DEPTH_WITH_PRIORITY: &str = "workqueue_depth_with_priority";
 }
 
 /// A gauge that goes up and down (queue depth).
@@ -50,6 +65,16 @@ pub trait GaugeMetric: Send + Sync {
     fn inc(&self);
     /// Subtracts one.
     fn dec(&self);
+}
+
+/// A gauge per priority (queue depth by item priority): controller-runtime's
+/// `DepthMetricWithPriority`. Every `inc(p)` is matched by exactly one `dec(p)` with the
+/// same `p` once the item leaves the line (handed out, or moved to another priority).
+pub trait PriorityGaugeMetric: Send + Sync {
+    /// Adds one at `priority`.
+    fn inc(&self, priority: i32);
+    /// Subtracts one at `priority`.
+    fn dec(&self, priority: i32);
 }
 
 /// A gauge that is set to a value.
@@ -92,6 +117,12 @@ pub trait MetricsProvider: Send + Sync {
     ) -> Arc<dyn SettableGaugeMetric>;
     /// Counter for [`names::RETRIES`].
     fn new_retries_metric(&self, name: &str) -> Arc<dyn CounterMetric>;
+    /// Gauge for [`names::DEPTH_WITH_PRIORITY`], fed in addition to the plain depth
+    /// gauge; `None` (the default) reports no depth per priority. controller-runtime's
+    /// `MetricsProviderWithPriority.NewDepthMetricWithPriority`.
+    fn new_depth_with_priority_metric(&self, _name: &str) -> Option<Arc<dyn PriorityGaugeMetric>> {
+        None
+    }
 }
 
 static GLOBAL_PROVIDER: OnceLock<Arc<dyn MetricsProvider>> = OnceLock::new();
@@ -118,6 +149,7 @@ pub(crate) fn resolve_provider(config: &QueueConfig) -> Option<Arc<dyn MetricsPr
 /// Lives inside the queue's lock, so it needs no lock of its own.
 pub(crate) struct QueueMetrics<T> {
     depth: Arc<dyn GaugeMetric>,
+    depth_with_priority: Option<Arc<dyn PriorityGaugeMetric>>,
     adds: Arc<dyn CounterMetric>,
     latency: Arc<dyn HistogramMetric>,
     work_duration: Arc<dyn HistogramMetric>,
@@ -133,6 +165,7 @@ impl<T: Item> QueueMetrics<T> {
     pub(crate) fn new(name: &str, provider: &dyn MetricsProvider) -> Self {
         Self {
             depth: provider.new_depth_metric(name),
+            depth_with_priority: provider.new_depth_with_priority_metric(name),
             adds: provider.new_adds_metric(name),
             latency: provider.new_latency_metric(name),
             work_duration: provider.new_work_duration_metric(name),
@@ -143,19 +176,34 @@ impl<T: Item> QueueMetrics<T> {
         }
     }
 
-    /// An item became dirty.
-    pub(crate) fn add(&mut self, item: &T) {
+    /// An item became dirty, at `priority`.
+    pub(crate) fn add(&mut self, item: &T, priority: i32) {
         self.adds.inc();
         self.depth.inc();
+        if let Some(g) = &self.depth_with_priority {
+            g.inc(priority);
+        }
         if !self.add_times.contains_key(item) {
             self.add_times.insert(item.clone(), Instant::now());
         }
     }
 
-    /// An item was handed to a worker.
-    pub(crate) fn get(&mut self, item: &T) {
+    /// A dirty item's priority went up (it was counted at `from`): controller-runtime's
+    /// `updateDepthWithPriorityMetric`.
+    pub(crate) fn raise(&self, from: i32, to: i32) {
+        if let Some(g) = &self.depth_with_priority {
+            g.dec(from);
+            g.inc(to);
+        }
+    }
+
+    /// An item was handed to a worker, at `priority`.
+    pub(crate) fn get(&mut self, item: &T, priority: i32) {
         let now = Instant::now();
         self.depth.dec();
+        if let Some(g) = &self.depth_with_priority {
+            g.dec(priority);
+        }
         self.processing_start_times.insert(item.clone(), now);
         if let Some(added) = self.add_times.remove(item) {
             self.latency.observe((now - added).as_secs_f64());

@@ -22,6 +22,11 @@
 //! get + done cycle hashes the item once (in `add`), and `get` and `done` reach the
 //! slot by its number (the `slots` module explains the layout and why).
 //!
+//! Items can also be added with a [priority](crate::priority) (controller-runtime's
+//! priority queue): the line is then ordered by priority, FIFO within a priority, and
+//! the rules above stay as they are. [`add`](Queue::add) adds at priority 0, so a
+//! queue nobody gives a priority to is exactly client-go's.
+//!
 //! # Deviation from client-go
 //!
 //! client-go's `Done` on an item that is *not* being processed but is queued appends it
@@ -30,8 +35,6 @@
 //! Likewise a [`WorkItem`] finishes only the processing it was handed out for: if that
 //! processing was already ended with [`Queue::done`], dropping the guard does nothing.
 
-use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::pin::pin;
@@ -42,10 +45,16 @@ use crate::spin_lock::Mutex;
 use tokio::sync::Notify;
 
 use crate::metrics::{self, MetricsProvider, QueueMetrics};
-use crate::slots::{Found, SlotRef, Slots};
+use crate::slots::Slots;
 use crate::work_item::{Handout, OwnedWorkItem, WorkItem};
 
+mod add;
 mod done;
+mod lanes;
+mod meta;
+
+use lanes::Lanes;
+pub(crate) use meta::Meta;
 
 pub use crate::config::QueueConfig;
 
@@ -66,7 +75,7 @@ pub(crate) type FastState = foldhash::fast::RandomState;
 
 /// Where an item stands, when the queue knows it at all.
 ///
-/// | state               | client-go `dirty` | client-go `processing` | in the FIFO |
+/// | state               | client-go `dirty` | client-go `processing` | in line     |
 /// |---------------------|-------------------|------------------------|-------------|
 /// | `Queued`            | yes               | no                     | yes         |
 /// | `Processing`        | no                | yes                    | no          |
@@ -83,38 +92,14 @@ pub enum ItemState {
     ProcessingDirty,
 }
 
-/// The queue's bookkeeping for one stored item (a slot).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Meta {
-    state: ItemState,
-    /// The item is no longer in the index (its processing is done) and waits only
-    /// for the last [`WorkItem`] pointing at it to go away.
-    finished: bool,
-    /// Counts the item's handouts; a `WorkItem` finishes only its own.
-    handout: u32,
-    /// Live `WorkItem`s pointing at the stored item: it is freed only at 0.
-    guards: u32,
-}
-
-/// A newly stored item: queued, never handed out.
-impl Default for Meta {
-    fn default() -> Self {
-        Self {
-            state: ItemState::Queued,
-            finished: false,
-            handout: 0,
-            guards: 0,
-        }
-    }
-}
-
 /// Everything behind the queue's lock.
 struct State<T> {
     /// Every item that is dirty, processing or both (client-go `dirty` + `processing`),
     /// plus finished items that a `WorkItem` still points at.
     items: Slots<T, Meta>,
-    /// Slots of the items in state `Queued`, in order (client-go `queue`).
-    fifo: VecDeque<SlotRef<T, Meta>>,
+    /// Slots of the items in state `Queued`, in order: by priority, then FIFO
+    /// (client-go `queue`).
+    lanes: Lanes<T>,
     /// Number of items in `Processing` or `ProcessingDirty`.
     processing: usize,
     /// Number of `get` calls waiting for an item: `add` wakes one only if there is
@@ -168,6 +153,8 @@ pub(crate) struct Shared<T> {
     pub(crate) stopped: Arc<Notify>,
     pub(crate) name: String,
     pub(crate) metrics_provider: Option<Arc<dyn MetricsProvider>>,
+    /// [`QueueConfig::fifo`]: every add counts as priority 0.
+    fifo: bool,
 }
 
 impl<T> Drop for Shared<T> {
@@ -223,7 +210,7 @@ impl<T: Item> fmt::Debug for Queue<T> {
         let st = self.shared.state.lock();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
-            .field("len", &st.fifo.len())
+            .field("len", &st.lanes.len())
             .field("processing", &st.processing)
             .field("shutting_down", &st.shutting_down)
             .finish()
@@ -250,7 +237,7 @@ impl<T: Item> Queue<T> {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     items: Slots::new(),
-                    fifo: VecDeque::new(),
+                    lanes: Lanes::new(),
                     processing: 0,
                     waiting_getters: 0,
                     wakes_in_flight: 0,
@@ -265,6 +252,7 @@ impl<T: Item> Queue<T> {
                 stopped: Arc::new(Notify::new()),
                 name: config.name,
                 metrics_provider: provider,
+                fifo: config.fifo,
             }),
         };
         if has_metrics && let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -281,70 +269,12 @@ impl<T: Item> Queue<T> {
         &self.shared.name
     }
 
-    /// Marks `item` as needing processing: client-go's `Add`.
-    ///
-    /// * Ignored after [`shut_down`](Self::shut_down).
-    /// * Ignored if the item is already waiting (deduplication).
-    /// * If a worker holds the item, it is only marked dirty and goes back in line
-    ///   when that worker calls [`done`](Self::done).
-    ///
-    /// When you hold the item by reference, [`add_ref`](Self::add_ref) saves the
-    /// clone whenever the item is already known.
-    pub fn add(&self, item: T) {
-        self.add_cow(Cow::Owned(item));
-    }
-
-    /// [`add`](Self::add) for an item held by reference: the item is cloned only if
-    /// the queue stores it (it was not dirty yet), so re-adding an item that is
-    /// already waiting costs no clone at all (for `Arc<str>` keys, no reference-count
-    /// traffic; for `String` keys, no allocation).
-    pub fn add_ref(&self, item: &T) {
-        self.add_cow(Cow::Borrowed(item));
-    }
-
-    fn add_cow(&self, item: Cow<'_, T>) {
-        // Hash before locking: the lock is held for the shortest possible time.
-        self.add_hashed(self.shared.hasher.hash_one(&*item), item);
-    }
-
-    /// `add` of an item whose hash (by `Shared::hasher`) is already known.
-    pub(crate) fn add_hashed(&self, hash: u64, item: Cow<'_, T>) {
-        let mut guard = self.shared.state.lock();
-        let st = &mut *guard;
-        if st.shutting_down {
-            return;
-        }
-        match st.items.find_or_insert(hash, item, Meta::default()) {
-            Found::Inserted(slot) => {
-                st.fifo.push_back(slot);
-                if let Some(m) = st.metrics.as_mut() {
-                    m.add(st.items.get(slot).key());
-                }
-                let wake = st.wake_a_getter();
-                drop(guard);
-                if wake {
-                    self.shared.item_ready.notify_one();
-                }
-            }
-            Found::Existing(slot, duplicate) => {
-                let slot = st.items.get(slot);
-                let mut meta = slot.meta.get();
-                if meta.state == ItemState::Processing {
-                    meta.state = ItemState::ProcessingDirty;
-                    slot.meta.set(meta);
-                    if let Some(m) = st.metrics.as_mut() {
-                        m.add(slot.key());
-                    }
-                }
-                // The caller's copy is dropped after unlocking.
-                drop(guard);
-                drop(duplicate);
-            }
-        }
-    }
-
     /// Waits for an item, or returns `None` once the queue is shut down and empty:
     /// client-go's `Get`.
+    ///
+    /// Hands out the item that has waited longest among those of the highest
+    /// [priority](crate::priority); [`WorkItem::priority`] tells which
+    /// (controller-runtime's `GetWithPriority`).
     ///
     /// After [`shut_down`](Self::shut_down), items already in line are still handed
     /// out; only then does `get` return `None`, which tells the worker to exit.
@@ -404,7 +334,7 @@ impl<T: Item> Queue<T> {
     }
 
     fn pop_locked(st: &mut State<T>) -> Popped<T> {
-        let Some(slot_ref) = st.fifo.pop_front() else {
+        let Some(slot_ref) = st.lanes.pop(&st.items) else {
             return if st.shutting_down {
                 Popped::ShutDown
             } else {
@@ -412,28 +342,31 @@ impl<T: Item> Queue<T> {
             };
         };
         let slot = st.items.get(slot_ref);
-        let mut meta = slot.meta.get();
-        meta.state = ItemState::Processing;
-        meta.handout = meta.handout.wrapping_add(1);
-        meta.guards += 1;
-        slot.meta.set(meta);
+        let meta = &slot.meta;
+        meta.state.set(ItemState::Processing);
+        let handout = meta.handout.get().wrapping_add(1);
+        meta.handout.set(handout);
+        meta.guards.set(meta.guards.get() + 1);
+        let priority = meta.priority.get();
         st.processing += 1;
         if let Some(m) = st.metrics.as_mut() {
-            m.get(slot.key());
+            m.get(slot.key(), priority);
         }
         Popped::Item(Handout {
             key: st.items.key_ptr(slot_ref),
             slot: slot_ref,
-            handout: meta.handout,
+            handout,
+            priority,
         })
     }
 
-    /// The number of items waiting in line (not counting those being processed).
+    /// The number of items waiting in line, whatever their priority (not counting
+    /// those being processed, nor those waiting for an `add_after` delay).
     ///
     /// For information only: never gate `add` or `get` on it, it can change the
     /// moment it is read.
     pub fn len(&self) -> usize {
-        self.shared.state.lock().fifo.len()
+        self.shared.state.lock().lanes.len()
     }
 
     /// Whether no item is waiting in line.
@@ -447,7 +380,7 @@ impl<T: Item> Queue<T> {
         let st = self.shared.state.lock();
         st.items
             .find(hash, item)
-            .map(|slot| st.items.get(slot).meta.get().state)
+            .map(|slot| st.items.get(slot).meta.state.get())
     }
 
     /// Stops the queue: client-go's `ShutDown`.

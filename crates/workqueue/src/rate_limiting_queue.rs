@@ -8,10 +8,16 @@
 //! [`forget`](RateLimitingQueue::forget) so the key's next failure starts from the
 //! base delay again. Forgetting only resets the backoff: the worker must still call
 //! `done` (or drop its [`WorkItem`](crate::WorkItem)).
+//!
+//! With [priorities](crate::priority), [`AddOpts`] and
+//! [`add_with_opts`](RateLimitingQueue::add_with_opts) are controller-runtime's
+//! `AddWithOpts`: one call for "add, after a delay and/or with backoff, at this
+//! priority", what a reconcile loop needs to requeue a key the way it got it.
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::delaying_queue::DelayingQueue;
 use crate::queue::{Item, QueueConfig};
@@ -100,6 +106,63 @@ impl<T: Item> RateLimitingQueue<T> {
         self.queue.add_after_ref(item, delay);
     }
 
+    /// [`add_rate_limited`](Self::add_rate_limited) at `priority`: the item waits
+    /// out its backoff, then is added at `priority` (or higher, if it is waiting
+    /// already with a higher one).
+    pub fn add_rate_limited_with_priority(&self, item: T, priority: i32) {
+        let delay = self.limiter.when(&item);
+        self.queue.add_after_with_priority(item, delay, priority);
+    }
+
+    /// [`add_rate_limited_with_priority`](Self::add_rate_limited_with_priority) for
+    /// an item held by reference (cloned only if it is stored).
+    pub fn add_rate_limited_with_priority_ref(&self, item: &T, priority: i32) {
+        let delay = self.limiter.when(item);
+        self.queue
+            .add_after_with_priority_ref(item, delay, priority);
+    }
+
+    /// Adds `item` as `opts` say: controller-runtime's `AddWithOpts`.
+    ///
+    /// The delay is [`opts.after`](AddOpts::after), or with
+    /// [`opts.rate_limited`](AddOpts::rate_limited) the rate limiter's delay if that
+    /// is shorter (or `after` is zero); the item is added at
+    /// [`opts.priority`](AddOpts::priority) once it has passed. A zero delay without
+    /// `rate_limited` is a plain [`add_with_priority`](crate::Queue::add_with_priority)
+    /// (no retry counted); anything else goes through
+    /// [`add_after_with_priority`](DelayingQueue::add_after_with_priority).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use workqueue::{AddOpts, RateLimitingQueue, priority};
+    ///
+    /// let queue = RateLimitingQueue::with_default_rate_limiter("example");
+    /// let key = "default/foo".to_string();
+    /// // A requeue after 30 s, at low priority (e.g. a periodic refresh).
+    /// let opts = AddOpts { after: Duration::from_secs(30), priority: priority::LOW, ..AddOpts::default() };
+    /// queue.add_with_opts(&key, opts);
+    /// assert_eq!(queue.waiting_len(), 1);
+    /// let item = queue.get().await.unwrap();
+    /// assert_eq!(item.priority(), priority::LOW);
+    /// # }
+    /// ```
+    pub fn add_with_opts(&self, item: &T, opts: AddOpts) {
+        let mut delay = opts.after;
+        if opts.rate_limited {
+            let backoff = self.limiter.when(item);
+            if delay.is_zero() || backoff < delay {
+                delay = backoff;
+            }
+        } else if delay.is_zero() {
+            self.queue.add_with_priority_ref(item, opts.priority);
+            return;
+        }
+        self.queue
+            .add_after_with_priority_ref(item, delay, opts.priority);
+    }
+
     /// Resets `item`'s backoff: client-go's `Forget`. Call it when processing
     /// succeeded (or when giving up on the item). It does not replace `done`.
     pub fn forget(&self, item: &T) {
@@ -116,4 +179,21 @@ impl<T: Item> RateLimitingQueue<T> {
     pub fn delaying_queue(&self) -> &DelayingQueue<T> {
         &self.queue
     }
+}
+
+/// How [`RateLimitingQueue::add_with_opts`] adds an item: controller-runtime's
+/// `priorityqueue.AddOpts`. The default is a plain add at priority 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AddOpts {
+    /// Add only once this has passed (`Duration::ZERO`: now). An item already
+    /// waiting keeps the earlier of its two ready times.
+    pub after: Duration,
+    /// Wait at least as long as the rate limiter says (and count a requeue, as
+    /// [`add_rate_limited`](RateLimitingQueue::add_rate_limited) does); with a
+    /// non-zero `after`, the shorter of the two delays is used, like controller-runtime.
+    pub rate_limited: bool,
+    /// The item's [priority](crate::priority); higher is handed out first. An item
+    /// already dirty or waiting keeps the higher of its two priorities.
+    /// controller-runtime's `*int`, where `nil` means 0: here `0` is the default.
+    pub priority: i32,
 }

@@ -22,6 +22,12 @@
 //! written only when the slot is filled, and taken out only by [`Slots::release`],
 //! whose caller promises that no reader of [`Slots::key_ptr`] is left (the queue
 //! counts its `WorkItem`s per slot under its lock).
+//!
+//! A `SlotRef` may outlive its item: the queue's stale places in line still point at
+//! slots that may have been released and refilled since. [`Slots::get`] on such a
+//! `SlotRef` is sound (the chunk is still there) and its `meta` can be read; only
+//! [`Slot::key`] of a free slot panics. Telling a refilled slot from the one the
+//! `SlotRef` was made for is the owner's business (the queue uses tickets in `meta`).
 
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -45,8 +51,12 @@ pub(crate) struct Slot<T, M> {
     /// Where the index put this slot when it was inserted: `unindex` tries that
     /// bucket first (it is still right unless the index has grown since).
     bucket: Cell<usize>,
-    /// The owner's state for this item (for the queue: dirty/processing, handouts).
-    pub(crate) meta: Cell<M>,
+    /// The owner's state for this item (for the queue: dirty/processing, handouts,
+    /// priority), interior-mutable (`Cell`s) so that it can be changed through the
+    /// shared references [`Slots::get`] gives. Left as it is when the slot is freed
+    /// or refilled: the owner sets it up after [`Slots::find_or_insert`] stores an
+    /// item.
+    pub(crate) meta: M,
 }
 
 impl<T, M> Slot<T, M> {
@@ -145,7 +155,7 @@ unsafe fn deref<'a, T, M>(slot: SlotRef<T, M>) -> &'a Slot<T, M> {
     unsafe { slot.0.as_ref() }
 }
 
-impl<T: Clone + Eq + 'static, M: Copy + Default> Slots<T, M> {
+impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     pub(crate) fn new() -> Self {
         Self {
             index: HashTable::new(),
@@ -186,13 +196,9 @@ impl<T: Clone + Eq + 'static, M: Copy + Default> Slots<T, M> {
     }
 
     /// Finds the slot holding an item equal to `key`, or stores `key` (cloned only if
-    /// borrowed) in a new slot with state `meta`. One probe of the index either way.
-    pub(crate) fn find_or_insert<'k>(
-        &mut self,
-        hash: u64,
-        key: Cow<'k, T>,
-        meta: M,
-    ) -> Found<'k, T, M> {
+    /// borrowed) in a new slot, whose `meta` the caller then sets up (it holds
+    /// whatever the slot's last item left there). One probe of the index either way.
+    pub(crate) fn find_or_insert<'k>(&mut self, hash: u64, key: Cow<'k, T>) -> Found<'k, T, M> {
         let probe: &T = &key;
         // SAFETY (both closures): the index holds only slots of `self.chunks`.
         let entry = self.index.entry(
@@ -232,7 +238,6 @@ impl<T: Clone + Eq + 'static, M: Copy + Default> Slots<T, M> {
                 // excludes `key()` borrows.
                 unsafe { slot.key.get().write(Some(key)) };
                 slot.hash.set(hash);
-                slot.meta.set(meta);
                 Found::Inserted(s)
             }
         }
@@ -276,7 +281,7 @@ fn new_chunk<T, M: Default>(len: usize) -> NonNull<Slot<T, M>> {
             key: UnsafeCell::new(None),
             hash: Cell::new(0),
             bucket: Cell::new(0),
-            meta: Cell::new(M::default()),
+            meta: M::default(),
         })
         .collect();
     NonNull::new(Box::into_raw(slots).cast::<Slot<T, M>>()).expect("Box pointers are non-null")
@@ -300,10 +305,10 @@ mod tests {
     use super::*;
     use crate::queue::FastState;
 
-    type ArcSlots = Slots<Arc<str>, u8>;
+    type ArcSlots = Slots<Arc<str>, ()>;
 
-    fn insert<'k>(slots: &mut ArcSlots, h: &FastState, k: &'k Arc<str>) -> Found<'k, Arc<str>, u8> {
-        slots.find_or_insert(h.hash_one(k), Cow::Borrowed(k), 0)
+    fn insert<'k>(slots: &mut ArcSlots, h: &FastState, k: &'k Arc<str>) -> Found<'k, Arc<str>, ()> {
+        slots.find_or_insert(h.hash_one(k), Cow::Borrowed(k))
     }
 
     #[test]

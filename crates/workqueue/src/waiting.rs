@@ -1,8 +1,10 @@
 //! The delaying queue's waiting set: items parked until their ready time.
 //!
 //! Each waiting item is stored once, in a [`Slots`] slot (found by hash, like the
-//! queue's own items) that records its ready time; a binary min-heap orders
-//! `(ready time, sequence, slot)` entries for the timer task.
+//! queue's own items) that records its ready time and priority; a binary min-heap
+//! orders `(ready time, sequence, slot)` entries for the timer task. An item parked
+//! twice keeps the earlier ready time and the higher priority (controller-runtime:
+//! "the max of the passed priorities and the min of possible durations").
 //!
 //! Why a heap with lazy deletion rather than the `BTreeMap` used before: the common
 //! operation is `add_after` of a new item at a random time among 100k+ waiting ones,
@@ -14,6 +16,7 @@
 //! ever outnumber the live ones, so memory stays O(waiting items).
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -28,6 +31,8 @@ pub(crate) struct WaitMeta {
     ready_at: Option<Instant>,
     /// The sequence number of the item's live heap entry (never 0).
     seq: u64,
+    /// The highest priority the item was parked with.
+    priority: i32,
 }
 
 /// A heap entry. Ordered so that `BinaryHeap` (a max-heap) yields the earliest ready
@@ -35,7 +40,7 @@ pub(crate) struct WaitMeta {
 struct Due<T> {
     ready_at: Instant,
     seq: u64,
-    slot: SlotRef<T, WaitMeta>,
+    slot: SlotRef<T, Cell<WaitMeta>>,
 }
 
 impl<T> PartialEq for Due<T> {
@@ -60,7 +65,7 @@ impl<T> Ord for Due<T> {
 
 /// Items waiting for their ready time.
 pub(crate) struct Waiting<T> {
-    items: Slots<T, WaitMeta>,
+    items: Slots<T, Cell<WaitMeta>>,
     heap: BinaryHeap<Due<T>>,
     /// The next heap entry's sequence number; 0 is never used.
     next_seq: u64,
@@ -87,28 +92,43 @@ impl<T: Clone + Eq + 'static> Waiting<T> {
         self.items.get(due.slot).meta.get().seq == due.seq
     }
 
-    /// Parks `item` (hashed to `hash`) until `ready_at`; an item already waiting
-    /// keeps the earlier of its two ready times. Returns whether the item is now the
-    /// first to become ready (then the timer task must be told), and the caller's
-    /// item if it was not stored (to be dropped after unlocking).
+    /// Parks `item` (hashed to `hash`) until `ready_at`, to be added at `priority`;
+    /// an item already waiting keeps the earlier of its two ready times and the
+    /// higher of its two priorities. Returns whether the item is now the first to
+    /// become ready (then the timer task must be told), and the caller's item if it
+    /// was not stored (to be dropped after unlocking).
     pub(crate) fn insert<'k>(
         &mut self,
         hash: u64,
         item: Cow<'k, T>,
         ready_at: Instant,
+        priority: i32,
     ) -> (bool, Option<Cow<'k, T>>) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let meta = WaitMeta {
+        let mut meta = WaitMeta {
             ready_at: Some(ready_at),
             seq,
+            priority,
         };
-        let (slot, unused) = match self.items.find_or_insert(hash, item, meta) {
-            Found::Inserted(slot) => (slot, None),
+        let (slot, unused) = match self.items.find_or_insert(hash, item) {
+            Found::Inserted(slot) => {
+                self.items.get(slot).meta.set(meta);
+                (slot, None)
+            }
             Found::Existing(slot, duplicate) => {
                 let stored = self.items.get(slot);
-                if stored.meta.get().ready_at.is_some_and(|at| at <= ready_at) {
-                    return (false, Some(duplicate)); // already due earlier (or then)
+                let old = stored.meta.get();
+                meta.priority = old.priority.max(priority);
+                if old.ready_at.is_some_and(|at| at <= ready_at) {
+                    // Already due earlier (or then): at most the priority changes.
+                    if meta.priority != old.priority {
+                        stored.meta.set(WaitMeta {
+                            priority: meta.priority,
+                            ..old
+                        });
+                    }
+                    return (false, Some(duplicate));
                 }
                 // Earlier now: the old heap entry goes stale.
                 stored.meta.set(meta);
@@ -129,9 +149,13 @@ impl<T: Clone + Eq + 'static> Waiting<T> {
         (is_head, unused)
     }
 
-    /// Moves every item due at `now` into `due` (earliest first, with its hash) and
-    /// returns when the next one is due, if any is left.
-    pub(crate) fn pop_due(&mut self, now: Instant, due: &mut Vec<(u64, T)>) -> Option<Instant> {
+    /// Moves every item due at `now` into `due` (earliest first, with its hash and
+    /// priority) and returns when the next one is due, if any is left.
+    pub(crate) fn pop_due(
+        &mut self,
+        now: Instant,
+        due: &mut Vec<(u64, T, i32)>,
+    ) -> Option<Instant> {
         while let Some(top) = self.heap.peek() {
             if !self.is_live(top) {
                 self.heap.pop();
@@ -143,10 +167,11 @@ impl<T: Clone + Eq + 'static> Waiting<T> {
             let slot = self.heap.pop().expect("peeked").slot;
             self.items.unindex(slot);
             let stored = self.items.get(slot);
+            let priority = stored.meta.get().priority;
             stored.meta.set(WaitMeta::default());
             let hash = stored.hash();
             // SAFETY: the waiting set never hands out `key_ptr`s.
-            due.push((hash, unsafe { self.items.release(slot) }));
+            due.push((hash, unsafe { self.items.release(slot) }, priority));
         }
         None
     }
@@ -161,7 +186,7 @@ mod tests {
     use crate::queue::FastState;
 
     fn insert(w: &mut Waiting<u32>, hasher: &FastState, k: u32, at: Instant) -> bool {
-        w.insert(hasher.hash_one(k), Cow::Owned(k), at).0
+        w.insert(hasher.hash_one(k), Cow::Owned(k), at, 0).0
     }
 
     #[test]
@@ -172,13 +197,13 @@ mod tests {
         let t0 = Instant::now();
         for k in 0..10u32 {
             let hash = hasher.hash_one(k);
-            w.insert(hash, Cow::Owned(k), t0 + Duration::from_secs(1_000_000));
+            w.insert(hash, Cow::Owned(k), t0 + Duration::from_secs(1_000_000), 0);
         }
         // Move item 0 earlier 100,000 times: each move leaves a stale entry.
         let hash = hasher.hash_one(0u32);
         for i in 0..100_000u64 {
             let at = t0 + Duration::from_secs(1_000_000) - Duration::from_micros(i + 1);
-            w.insert(hash, Cow::Owned(0), at);
+            w.insert(hash, Cow::Owned(0), at, 0);
             assert!(w.heap.len() <= 2 * w.len() + STALE_SLACK + 1);
         }
         assert_eq!(w.len(), 10);
@@ -189,11 +214,28 @@ mod tests {
             w.pop_due(t0 + Duration::from_secs(2_000_000), &mut due),
             None
         );
-        let mut keys: Vec<u32> = due.into_iter().map(|(_, k)| k).collect();
+        let mut keys: Vec<u32> = due.into_iter().map(|(_, k, _)| k).collect();
         assert_eq!(keys[0], 0, "moved earliest");
         keys.sort_unstable();
         assert_eq!(keys, (0..10).collect::<Vec<_>>(), "each item once");
         assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn keeps_the_earlier_time_and_the_higher_priority() {
+        let mut w = Waiting::new();
+        let h = FastState::default();
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut park = |k: u32, at, p| w.insert(h.hash_one(k), Cow::Owned(k), at, p).0;
+        park(1, t0 + 10 * s, 0);
+        park(1, t0 + 20 * s, 5); // later: only the priority is taken
+        park(2, t0 + 10 * s, 7);
+        park(2, t0 + 5 * s, -100); // earlier: the time is taken, the priority kept
+        let mut due = Vec::new();
+        assert_eq!(w.pop_due(t0 + 30 * s, &mut due), None);
+        let got: Vec<(u32, i32)> = due.into_iter().map(|(_, k, p)| (k, p)).collect();
+        assert_eq!(got, [(2, 7), (1, 5)]);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub(crate) struct Handout<T> {
     pub(crate) key: NonNull<T>,
     pub(crate) slot: SlotRef<T, Meta>,
     pub(crate) handout: u32,
+    /// The priority the item was handed out with.
+    pub(crate) priority: i32,
 }
 
 impl<T> Clone for Handout<T> {
@@ -81,6 +83,31 @@ impl<'q, T: Item> WorkItem<'q, T> {
     /// The item.
     pub fn item(&self) -> &T {
         self.handout.item()
+    }
+
+    /// The [priority](crate::priority) the item was handed out with: the highest it
+    /// was added with while it waited (controller-runtime's `GetWithPriority`). A
+    /// worker that fails can requeue the item at the priority it had, as
+    /// controller-runtime's reconcile loop does:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use workqueue::{RateLimitingQueue, priority};
+    ///
+    /// let queue = RateLimitingQueue::with_default_rate_limiter("example");
+    /// queue.add_with_priority("default/listed".to_string(), priority::LOW);
+    /// let item = queue.get().await.unwrap();
+    /// assert_eq!(item.priority(), priority::LOW);
+    /// // Processing failed: retry later, still behind the objects users change.
+    /// queue.add_rate_limited_with_priority_ref(&item, item.priority());
+    /// item.done();
+    /// let retry = queue.get().await.unwrap();
+    /// assert_eq!((retry.as_str(), retry.priority()), ("default/listed", priority::LOW));
+    /// # }
+    /// ```
+    pub fn priority(&self) -> i32 {
+        self.handout.priority
     }
 
     /// Marks the item done now (the same as dropping the guard, but says so).
@@ -143,6 +170,12 @@ impl<T: Item> OwnedWorkItem<T> {
     /// The item.
     pub fn item(&self) -> &T {
         self.handout.item()
+    }
+
+    /// The [priority](crate::priority) the item was handed out with; see
+    /// [`WorkItem::priority`].
+    pub fn priority(&self) -> i32 {
+        self.handout.priority
     }
 
     /// Marks the item done now (the same as dropping the guard, but says so).

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::time::advance;
+use workqueue::priority::{DEFAULT, LOW};
 use workqueue::{
-    CounterMetric, DelayingQueue, GaugeMetric, HistogramMetric, MetricsProvider, Queue,
-    QueueConfig, SettableGaugeMetric, names,
+    CounterMetric, DelayingQueue, GaugeMetric, HistogramMetric, MetricsProvider,
+    PriorityGaugeMetric, Queue, QueueConfig, SettableGaugeMetric, names,
 };
 
 /// One recorded series: (metric name, queue name) -> values.
@@ -202,4 +203,147 @@ async fn every_client_go_metric_is_created_per_named_queue() {
     expected.sort();
     assert_eq!(created, expected);
     assert!(p.0.created.lock().iter().all(|(_, q)| q == "all"));
+}
+
+/// Depth per priority, as controller-runtime's fake provider keeps it:
+/// (queue, priority) -> (value, lowest value ever).
+type PriorityDepths = Arc<Mutex<HashMap<(String, i32), (i64, i64)>>>;
+
+/// [`Provider`] plus depth per priority.
+#[derive(Clone, Default)]
+struct WithPriority {
+    plain: Provider,
+    depth: PriorityDepths,
+}
+
+impl WithPriority {
+    fn depth(&self, queue: &str) -> Vec<(i32, i64)> {
+        let mut d: Vec<_> = self
+            .depth
+            .lock()
+            .iter()
+            .filter(|((q, _), _)| q == queue)
+            .map(|((_, p), (v, _))| (*p, *v))
+            .collect();
+        d.sort_unstable();
+        d
+    }
+    fn never_negative(&self) -> bool {
+        self.depth.lock().values().all(|(_, low)| *low >= 0)
+    }
+}
+
+struct PriorityDepth {
+    depth: PriorityDepths,
+    queue: String,
+}
+
+impl PriorityDepth {
+    fn bump(&self, priority: i32, by: i64) {
+        let mut d = self.depth.lock();
+        let (v, low) = d.entry((self.queue.clone(), priority)).or_default();
+        *v += by;
+        *low = (*low).min(*v);
+    }
+}
+
+impl PriorityGaugeMetric for PriorityDepth {
+    fn inc(&self, priority: i32) {
+        self.bump(priority, 1);
+    }
+    fn dec(&self, priority: i32) {
+        self.bump(priority, -1);
+    }
+}
+
+impl MetricsProvider for WithPriority {
+    fn new_depth_metric(&self, name: &str) -> Arc<dyn GaugeMetric> {
+        self.plain.new_depth_metric(name)
+    }
+    fn new_adds_metric(&self, name: &str) -> Arc<dyn CounterMetric> {
+        self.plain.new_adds_metric(name)
+    }
+    fn new_latency_metric(&self, name: &str) -> Arc<dyn HistogramMetric> {
+        self.plain.new_latency_metric(name)
+    }
+    fn new_work_duration_metric(&self, name: &str) -> Arc<dyn HistogramMetric> {
+        self.plain.new_work_duration_metric(name)
+    }
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Arc<dyn SettableGaugeMetric> {
+        self.plain.new_unfinished_work_seconds_metric(name)
+    }
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        name: &str,
+    ) -> Arc<dyn SettableGaugeMetric> {
+        self.plain
+            .new_longest_running_processor_seconds_metric(name)
+    }
+    fn new_retries_metric(&self, name: &str) -> Arc<dyn CounterMetric> {
+        self.plain.new_retries_metric(name)
+    }
+    fn new_depth_with_priority_metric(&self, name: &str) -> Option<Arc<dyn PriorityGaugeMetric>> {
+        Some(Arc::new(PriorityDepth {
+            depth: Arc::clone(&self.depth),
+            queue: name.to_string(),
+        }))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn depth_with_priority_is_fed_besides_the_plain_depth() {
+    let p = WithPriority::default();
+    let q = DelayingQueue::with_config(
+        QueueConfig::named("prio").with_metrics_provider(Arc::new(p.clone())),
+    );
+    let plain = |m| p.plain.value(m, "prio");
+
+    q.add("a");
+    q.add_with_priority("b", LOW);
+    assert_eq!(p.depth("prio"), [(LOW, 1), (DEFAULT, 1)]);
+    assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 2.0));
+
+    // A raise moves the count, and is no add (controller-runtime's
+    // updateDepthWithPriorityMetric).
+    q.add_with_priority("b", 5);
+    q.add_with_priority("b", 1); // lower: nothing
+    assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (5, 1)]);
+    assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 2.0));
+
+    let b = q.get().await.unwrap();
+    assert_eq!(b.priority(), 5);
+    assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (5, 0)]);
+    assert_eq!(plain(names::DEPTH), 1.0);
+
+    // Added while held: counted (as client-go counts the plain depth), then raised.
+    q.add_with_priority("b", LOW);
+    assert_eq!(p.depth("prio"), [(LOW, 1), (DEFAULT, 1), (5, 0)]);
+    q.add_with_priority("b", 3);
+    assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (3, 1), (5, 0)]);
+    assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 3.0));
+    b.done(); // back in line at 3: no change
+    assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (3, 1), (5, 0)]);
+
+    // A delayed add counts when it is due, at its priority.
+    q.add_after_with_priority("c", Duration::from_millis(10), 4);
+    assert_eq!(p.depth("prio").iter().map(|(_, v)| v).sum::<i64>(), 2);
+    // Sleeping past the due time lets the queue's timer task run first.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        p.depth("prio"),
+        [(LOW, 0), (DEFAULT, 1), (3, 1), (4, 1), (5, 0)]
+    );
+
+    let mut order = Vec::new();
+    while let Some(item) = q.try_get() {
+        order.push((*item, item.priority()));
+    }
+    assert_eq!(order, [("c", 4), ("b", 3), ("a", DEFAULT)]);
+    assert!(
+        p.depth("prio").iter().all(|(_, v)| *v == 0),
+        "{:?}",
+        p.depth("prio")
+    );
+    assert!(p.never_negative(), "every dec follows its inc");
+    assert_eq!(plain(names::DEPTH), 0.0);
 }

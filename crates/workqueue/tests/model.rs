@@ -1,17 +1,33 @@
 //! Model-based property test: random operation sequences run against the real queue
-//! and against a deliberately naive sequential model of client-go's rules; after every
-//! step the two must agree on what is in line, in what order, and what is held.
+//! and against a deliberately naive sequential model of client-go's rules (plus
+//! controller-runtime's priorities, and `add_after` on paused time); after every step
+//! the two must agree on what is in line, in what order and at which priority, what
+//! is held, and what waits for its time.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use proptest::prelude::*;
-use workqueue::{ItemState, OwnedWorkItem, Queue, WorkItem};
+use workqueue::{DelayingQueue, ItemState, OwnedWorkItem, WorkItem};
+
+/// The priorities the operations use: controller-runtime's low one, the default, and
+/// two above it.
+const PRIORITIES: [i32; 4] = [workqueue::priority::LOW, 0, 1, 5];
+/// `add_after` delays and time steps, in milliseconds.
+const DELAYS_MS: [u64; 4] = [0, 10, 20, 30];
+const STEPS_MS: [u64; 3] = [5, 10, 20];
 
 #[derive(Debug, Clone)]
 enum Op {
     Add(u8),
     /// Add through `add_ref` (the item is cloned only if stored).
     AddRef(u8),
+    /// `add_with_priority` (or its `_ref` form) at `PRIORITIES[p]`.
+    AddWithPriority(u8, usize, bool),
+    /// `add_after_with_priority` of `DELAYS_MS[d]` at `PRIORITIES[p]`.
+    AddAfter(u8, usize, usize),
+    /// Let `STEPS_MS[i]` pass.
+    Advance(usize),
     /// Get; `true` keeps the item as an `OwnedWorkItem`.
     Get(bool),
     /// Finish the n-th held item (modulo how many are held).
@@ -26,8 +42,13 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..6).prop_map(Op::Add),
-        2 => (0u8..6).prop_map(Op::AddRef),
+        3 => (0u8..6).prop_map(Op::Add),
+        1 => (0u8..6).prop_map(Op::AddRef),
+        4 => (0u8..6, 0..PRIORITIES.len(), any::<bool>())
+            .prop_map(|(k, p, by_ref)| Op::AddWithPriority(k, p, by_ref)),
+        2 => (0u8..6, 0..DELAYS_MS.len(), 0..PRIORITIES.len())
+            .prop_map(|(k, d, p)| Op::AddAfter(k, d, p)),
+        1 => (0..STEPS_MS.len()).prop_map(Op::Advance),
         4 => any::<bool>().prop_map(Op::Get),
         3 => any::<usize>().prop_map(Op::Done),
         1 => any::<usize>().prop_map(Op::ExplicitDone),
@@ -64,47 +85,110 @@ struct Held<'q> {
     finished: bool,
 }
 
-/// The rules, written as plainly as possible: a list, a held set, a re-run set.
+/// The rules, written as plainly as possible: a list, a held set, a re-run map, and
+/// a list of items waiting for their time.
 #[derive(Default)]
 struct Model {
-    line: VecDeque<u8>,
+    /// `(item, priority)` in the order they got in line.
+    line: Vec<(u8, i32)>,
     held: HashSet<u8>,
-    rerun: HashSet<u8>,
+    /// Held items added again meanwhile, with the highest priority they were added at.
+    rerun: HashMap<u8, i32>,
+    /// `(item, ready at in ms, order of the add_after that set that time, priority)`.
+    waiting: Vec<(u8, u64, u64, i32)>,
+    now_ms: u64,
+    add_afters: u64,
     shut: bool,
 }
 
 impl Model {
-    fn add(&mut self, k: u8) {
-        if self.shut || self.line.contains(&k) {
+    fn add(&mut self, k: u8, p: i32) {
+        if self.shut {
+            return;
+        }
+        if let Some(i) = self.line.iter().position(|&(q, _)| q == k) {
+            // Raised: to the end of the line, at the new priority.
+            if p > self.line[i].1 {
+                self.line.remove(i);
+                self.line.push((k, p));
+            }
             return;
         }
         if self.held.contains(&k) {
-            self.rerun.insert(k);
+            let rerun = self.rerun.entry(k).or_insert(p);
+            *rerun = (*rerun).max(p);
         } else {
-            self.line.push_back(k);
+            self.line.push((k, p));
         }
     }
 
-    fn get(&mut self) -> Option<u8> {
-        let k = self.line.pop_front()?;
+    /// The first item of the highest priority.
+    fn get(&mut self) -> Option<(u8, i32)> {
+        let top = self.line.iter().map(|&(_, p)| p).max()?;
+        let i = self.line.iter().position(|&(_, p)| p == top)?;
+        let (k, p) = self.line.remove(i);
         self.held.insert(k);
-        Some(k)
+        Some((k, p))
     }
 
     fn done(&mut self, k: u8) {
         self.held.remove(&k);
-        if self.rerun.remove(&k) {
-            self.line.push_back(k);
+        if let Some(p) = self.rerun.remove(&k) {
+            self.line.push((k, p));
+        }
+    }
+
+    fn add_after(&mut self, k: u8, delay_ms: u64, p: i32) {
+        if self.shut {
+            return;
+        }
+        if delay_ms == 0 {
+            return self.add(k, p);
+        }
+        self.add_afters += 1;
+        let at = self.now_ms + delay_ms;
+        if let Some(w) = self.waiting.iter_mut().find(|w| w.0 == k) {
+            // The earliest time, the highest priority.
+            w.3 = w.3.max(p);
+            if at < w.1 {
+                (w.1, w.2) = (at, self.add_afters);
+            }
+        } else {
+            self.waiting.push((k, at, self.add_afters, p));
+        }
+    }
+
+    /// Time passes: what is due is added, earliest (then first parked) first.
+    fn advance(&mut self, ms: u64) {
+        self.now_ms += ms;
+        let now = self.now_ms;
+        let mut due: Vec<_> = self
+            .waiting
+            .iter()
+            .copied()
+            .filter(|w| w.1 <= now)
+            .collect();
+        self.waiting.retain(|w| w.1 > now);
+        due.sort_by_key(|w| (w.1, w.2));
+        for (k, _, _, p) in due {
+            self.add(k, p);
         }
     }
 
     fn state_of(&self, k: u8) -> Option<ItemState> {
-        match (self.held.contains(&k), self.rerun.contains(&k)) {
+        match (self.held.contains(&k), self.rerun.contains_key(&k)) {
             (true, true) => Some(ItemState::ProcessingDirty),
             (true, false) => Some(ItemState::Processing),
-            (false, _) if self.line.contains(&k) => Some(ItemState::Queued),
+            (false, _) if self.line.iter().any(|&(q, _)| q == k) => Some(ItemState::Queued),
             _ => None,
         }
+    }
+}
+
+/// Lets the delaying queue's timer task run after time moved.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
     }
 }
 
@@ -113,92 +197,130 @@ proptest! {
 
     #[test]
     fn queue_matches_the_sequential_model(ops in prop::collection::vec(op(), 1..200)) {
-        let queue = Queue::new();
-        let mut model = Model::default();
-        let mut held: Vec<Held<'_>> = Vec::new();
-
-        for op in ops {
-            match op {
-                Op::Add(k) => {
-                    queue.add(k);
-                    model.add(k);
-                }
-                Op::AddRef(k) => {
-                    queue.add_ref(&k);
-                    model.add(k);
-                }
-                Op::Get(owned) => {
-                    let got = queue.try_get();
-                    let expected = model.get();
-                    prop_assert_eq!(got.as_deref().copied(), expected);
-                    if let Some(item) = got {
-                        prop_assert!(
-                            !held.iter().any(|h| !h.finished && h.guard.key() == *item),
-                            "item {} handed out while already held", *item
-                        );
-                        let guard = if owned {
-                            Guard::Owned(item.into_owned())
-                        } else {
-                            Guard::Borrowed(item)
-                        };
-                        held.push(Held { guard, finished: false });
-                    }
-                }
-                Op::Done(i) if !held.is_empty() => {
-                    let h = held.swap_remove(i % held.len());
-                    if !h.finished {
-                        model.done(h.guard.key());
-                    }
-                    drop(h);
-                }
-                Op::ExplicitDone(i) if !held.is_empty() => {
-                    let h = held.swap_remove(i % held.len());
-                    let finished = h.finished;
-                    let k = h.guard.into_inner();
-                    if !finished {
-                        model.done(k);
-                        queue.done(&k);
-                    }
-                }
-                Op::DoneWhileGuarded(i) if !held.is_empty() => {
-                    let i = i % held.len();
-                    if !held[i].finished {
-                        let k = held[i].guard.key();
-                        model.done(k);
-                        queue.done(&k);
-                        held[i].finished = true;
-                    }
-                }
-                Op::Done(_) | Op::ExplicitDone(_) | Op::DoneWhileGuarded(_) => {}
-                Op::ShutDown => {
-                    queue.shut_down();
-                    model.shut = true;
-                }
-            }
-            prop_assert_eq!(queue.len(), model.line.len());
-            prop_assert_eq!(queue.shutting_down(), model.shut);
-            for k in 0..6 {
-                prop_assert_eq!(queue.state_of(&k), model.state_of(k), "state of {}", k);
-            }
-        }
-
-        // Draining what is left hands out exactly the model's line, in order.
-        drop(held);
-        let mut rest = Vec::new();
-        while let Some(item) = queue.try_get() {
-            rest.push(item.into_inner());
-        }
-        let mut expected = Vec::new();
-        for k in model.held.clone() {
-            model.done(k);
-        }
-        while let Some(k) = model.get() {
-            expected.push(k);
-        }
-        // Dropping the held guards finished them in Vec order, which the model did in
-        // set order: compare as sets, plus no duplicates.
-        let unique: HashSet<_> = rest.iter().copied().collect();
-        prop_assert_eq!(unique.len(), rest.len(), "no item twice in line");
-        prop_assert_eq!(unique, expected.into_iter().collect::<HashSet<_>>());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        runtime.block_on(run(ops))?;
     }
+}
+
+/// One case: `ops` on a delaying queue (the plain queue plus `add_after`) and on the
+/// model, in a runtime with paused time.
+async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let queue = DelayingQueue::new();
+    let mut model = Model::default();
+    let mut held: Vec<Held<'_>> = Vec::new();
+
+    for op in ops {
+        match op {
+            Op::Add(k) => {
+                queue.add(k);
+                model.add(k, 0);
+            }
+            Op::AddRef(k) => {
+                queue.add_ref(&k);
+                model.add(k, 0);
+            }
+            Op::AddWithPriority(k, p, by_ref) => {
+                let p = PRIORITIES[p];
+                if by_ref {
+                    queue.add_with_priority_ref(&k, p);
+                } else {
+                    queue.add_with_priority(k, p);
+                }
+                model.add(k, p);
+            }
+            Op::AddAfter(k, d, p) => {
+                let (d, p) = (DELAYS_MS[d], PRIORITIES[p]);
+                queue.add_after_with_priority(k, Duration::from_millis(d), p);
+                model.add_after(k, d, p);
+            }
+            Op::Advance(i) => {
+                tokio::time::advance(Duration::from_millis(STEPS_MS[i])).await;
+                settle().await;
+                model.advance(STEPS_MS[i]);
+            }
+            Op::Get(owned) => {
+                let got = queue.try_get();
+                let expected = model.get();
+                prop_assert_eq!(got.as_ref().map(|g| (**g, g.priority())), expected);
+                if let Some(item) = got {
+                    prop_assert!(
+                        !held.iter().any(|h| !h.finished && h.guard.key() == *item),
+                        "item {} handed out while already held",
+                        *item
+                    );
+                    let guard = if owned {
+                        Guard::Owned(item.into_owned())
+                    } else {
+                        Guard::Borrowed(item)
+                    };
+                    held.push(Held {
+                        guard,
+                        finished: false,
+                    });
+                }
+            }
+            Op::Done(i) if !held.is_empty() => {
+                let h = held.swap_remove(i % held.len());
+                if !h.finished {
+                    model.done(h.guard.key());
+                }
+                drop(h);
+            }
+            Op::ExplicitDone(i) if !held.is_empty() => {
+                let h = held.swap_remove(i % held.len());
+                let finished = h.finished;
+                let k = h.guard.into_inner();
+                if !finished {
+                    model.done(k);
+                    queue.done(&k);
+                }
+            }
+            Op::DoneWhileGuarded(i) if !held.is_empty() => {
+                let i = i % held.len();
+                if !held[i].finished {
+                    let k = held[i].guard.key();
+                    model.done(k);
+                    queue.done(&k);
+                    held[i].finished = true;
+                }
+            }
+            Op::Done(_) | Op::ExplicitDone(_) | Op::DoneWhileGuarded(_) => {}
+            Op::ShutDown => {
+                queue.shut_down();
+                model.shut = true;
+            }
+        }
+        prop_assert_eq!(queue.len(), model.line.len());
+        prop_assert_eq!(queue.shutting_down(), model.shut);
+        if !model.shut {
+            prop_assert_eq!(queue.waiting_len(), model.waiting.len());
+        }
+        for k in 0..6 {
+            prop_assert_eq!(queue.state_of(&k), model.state_of(k), "state of {}", k);
+        }
+    }
+
+    // Draining what is left hands out exactly the model's line, in order.
+    drop(held);
+    let mut rest = Vec::new();
+    while let Some(item) = queue.try_get() {
+        rest.push((*item, item.priority()));
+    }
+    let mut expected = Vec::new();
+    for k in model.held.clone() {
+        model.done(k);
+    }
+    while let Some(k) = model.get() {
+        expected.push(k);
+    }
+    // Dropping the held guards finished them in Vec order, which the model did in
+    // set order: compare as sets, plus no duplicates.
+    let unique: HashSet<_> = rest.iter().copied().collect();
+    prop_assert_eq!(unique.len(), rest.len(), "no item twice in line");
+    prop_assert_eq!(unique, expected.into_iter().collect::<HashSet<_>>());
+    Ok(())
 }

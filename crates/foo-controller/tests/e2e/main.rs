@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use cache::SharedInformerFactory;
+use controller::LoopOptions;
 use foo_controller::{CONTROLLER_NAME, FooController};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Event;
@@ -40,6 +41,12 @@ impl RunningController {
     /// Starts informers, the event broadcaster and the controller for `namespace`,
     /// talking to the API server as `client`.
     pub fn start(client: kube::Client, namespace: &str) -> Self {
+        Self::start_with(client, namespace, &LoopOptions::default())
+    }
+
+    /// [`start`](Self::start), with the loop's staleness guard, queue order and
+    /// backoff chosen by `options`.
+    pub fn start_with(client: kube::Client, namespace: &str, options: &LoopOptions) -> Self {
         let cancel = CancellationToken::new();
         let factory = SharedInformerFactory::new(client.clone(), Duration::from_secs(30));
         let events = EventBroadcaster::new(BroadcasterOptions::default());
@@ -47,7 +54,8 @@ impl RunningController {
             .start_recording_to_sink(client.clone())
             .expect("start the event broadcaster");
         let recorder = events.new_recorder(CONTROLLER_NAME, "e2e");
-        let controller = FooController::for_namespace(client, &factory, Some(namespace), recorder);
+        let controller =
+            FooController::with_options(client, &factory, Some(namespace), recorder, options);
         factory.start(&cancel);
         let task = tokio::spawn({
             let cancel = cancel.clone();

@@ -58,6 +58,7 @@ impl RunningController {
         let options = VirtualMachineControllerOptions {
             usage_period,
             namespace: Some(namespace.to_string()),
+            ..Default::default()
         };
         let controller = VirtualMachineController::new(client, &factory, recorder, driver, options);
         factory.start(&cancel);

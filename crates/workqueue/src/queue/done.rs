@@ -26,27 +26,28 @@ impl<T: Item> Queue<T> {
         let Some(slot) = guard.items.find(hash, item) else {
             return;
         };
-        let mut meta = guard.items.get(slot).meta.get();
-        if meta.state == ItemState::Queued {
+        if guard.items.get(slot).meta.state.get() == ItemState::Queued {
             return;
         }
-        let wake = Self::done_locked(&mut guard, slot, &mut meta);
-        self.finish_slot(guard, slot, meta, wake);
+        let wake = Self::done_locked(&mut guard, slot);
+        self.finish_slot(guard, slot, wake);
     }
 
     /// Ends the processing a [`WorkItem`](crate::WorkItem) was handed out for (if
     /// nothing ended it yet) and lets go of the guard's pointer to the stored item.
     pub(crate) fn finish(&self, h: &Handout<T>) {
         let mut guard = self.shared.state.lock();
-        let mut meta = guard.items.get(h.slot).meta.get();
-        meta.guards -= 1;
-        let wake = if meta.handout == h.handout && !meta.finished && meta.state != ItemState::Queued
-        {
-            Self::done_locked(&mut guard, h.slot, &mut meta)
+        let meta = &guard.items.get(h.slot).meta;
+        meta.guards.set(meta.guards.get() - 1);
+        let ours = meta.handout.get() == h.handout
+            && !meta.finished.get()
+            && meta.state.get() != ItemState::Queued;
+        let wake = if ours {
+            Self::done_locked(&mut guard, h.slot)
         } else {
             Wake::default()
         };
-        self.finish_slot(guard, h.slot, meta, wake);
+        self.finish_slot(guard, h.slot, wake);
     }
 
     /// Lets go of a guard's pointer without ending the processing
@@ -56,26 +57,29 @@ impl<T: Item> Queue<T> {
         let guard = self.shared.state.lock();
         let slot = guard.items.get(h.slot);
         let item = slot.key().clone();
-        let mut meta = slot.meta.get();
-        meta.guards -= 1;
-        self.finish_slot(guard, h.slot, meta, Wake::default());
+        slot.meta.guards.set(slot.meta.guards.get() - 1);
+        self.finish_slot(guard, h.slot, Wake::default());
         item
     }
 
     /// client-go's `Done` for the item in `slot`, which is processing: back in
     /// line if it was added meanwhile, else out of the index.
-    fn done_locked(st: &mut State<T>, slot: SlotRef<T, Meta>, meta: &mut Meta) -> Wake {
+    fn done_locked(st: &mut State<T>, slot_ref: SlotRef<T, Meta>) -> Wake {
         st.processing -= 1;
+        let slot = st.items.get(slot_ref);
         if let Some(m) = st.metrics.as_mut() {
-            m.done(st.items.get(slot).key());
+            m.done(slot.key());
         }
-        let requeued = meta.state == ItemState::ProcessingDirty;
+        let meta = &slot.meta;
+        let requeued = meta.state.get() == ItemState::ProcessingDirty;
         if requeued {
-            meta.state = ItemState::Queued;
-            st.fifo.push_back(slot);
+            // Back in line at the highest priority it was added with meanwhile.
+            meta.state.set(ItemState::Queued);
+            meta.ticket
+                .set(st.lanes.push(slot_ref, meta.priority.get()));
         } else {
-            meta.finished = true;
-            st.items.unindex(slot);
+            meta.finished.set(true);
+            st.items.unindex(slot_ref);
         }
         // Wake a getter or a pending `shut_down_with_drain` only if there is one.
         Wake {
@@ -84,17 +88,11 @@ impl<T: Item> Queue<T> {
         }
     }
 
-    /// Stores `meta` for `slot`, frees the slot if it is finished and no guard
-    /// points at it, unlocks, then wakes whoever `wake` says and drops the item.
-    fn finish_slot(
-        &self,
-        mut guard: MutexGuard<'_, State<T>>,
-        slot: SlotRef<T, Meta>,
-        meta: Meta,
-        wake: Wake,
-    ) {
-        guard.items.get(slot).meta.set(meta);
-        let freed = (meta.finished && meta.guards == 0).then(|| {
+    /// Frees `slot` if it is finished and no guard points at it, unlocks, then wakes
+    /// whoever `wake` says and drops the item.
+    fn finish_slot(&self, mut guard: MutexGuard<'_, State<T>>, slot: SlotRef<T, Meta>, wake: Wake) {
+        let meta = &guard.items.get(slot).meta;
+        let freed = (meta.finished.get() && meta.guards.get() == 0).then(|| {
             // SAFETY: no guard points at the slot (`guards == 0`): every `WorkItem`
             // made for it has given its pointer back through `finish` or
             // `release_guard`, which is where the count is decremented.

@@ -1,0 +1,120 @@
+//! Adding an item: client-go's `Add`, and controller-runtime's `AddWithOpts` priority
+//! for it (see the [`priority`](crate::priority) module for the rules).
+
+use std::borrow::Cow;
+use std::hash::BuildHasher;
+
+use super::{Item, ItemState, Queue};
+use crate::priority;
+use crate::slots::Found;
+
+impl<T: Item> Queue<T> {
+    /// Marks `item` as needing processing: client-go's `Add`.
+    ///
+    /// * Ignored after [`shut_down`](Self::shut_down).
+    /// * Ignored if the item is already waiting (deduplication).
+    /// * If a worker holds the item, it is only marked dirty and goes back in line
+    ///   when that worker calls [`done`](Self::done).
+    ///
+    /// Adds at priority [`DEFAULT`](priority::DEFAULT) (0): the same as
+    /// [`add_with_priority`](Self::add_with_priority)`(item, 0)`.
+    ///
+    /// When you hold the item by reference, [`add_ref`](Self::add_ref) saves the
+    /// clone whenever the item is already known.
+    pub fn add(&self, item: T) {
+        self.add_cow(Cow::Owned(item), priority::DEFAULT);
+    }
+
+    /// [`add`](Self::add) for an item held by reference: the item is cloned only if
+    /// the queue stores it (it was not dirty yet), so re-adding an item that is
+    /// already waiting costs no clone at all (for `Arc<str>` keys, no reference-count
+    /// traffic; for `String` keys, no allocation).
+    pub fn add_ref(&self, item: &T) {
+        self.add_cow(Cow::Borrowed(item), priority::DEFAULT);
+    }
+
+    /// [`add`](Self::add) at `priority` (higher is handed out first):
+    /// controller-runtime's `AddWithOpts(AddOpts{Priority: &priority}, item)`.
+    ///
+    /// * Waiting in line already: keeps the higher of the two priorities; when this
+    ///   one is higher, the item moves to the end of the line of its new priority.
+    ///   A re-add at the same or a lower priority changes nothing.
+    /// * Held by a worker: marked dirty as by `add`, and goes back in line on `done`
+    ///   at the highest priority it was added with since it was handed out.
+    ///
+    /// See the [`priority`] module for why and when.
+    pub fn add_with_priority(&self, item: T, priority: i32) {
+        self.add_cow(Cow::Owned(item), priority);
+    }
+
+    /// [`add_with_priority`](Self::add_with_priority) for an item held by reference
+    /// (cloned only if the queue stores it, as [`add_ref`](Self::add_ref)).
+    pub fn add_with_priority_ref(&self, item: &T, priority: i32) {
+        self.add_cow(Cow::Borrowed(item), priority);
+    }
+
+    fn add_cow(&self, item: Cow<'_, T>, priority: i32) {
+        // Hash before locking: the lock is held for the shortest possible time.
+        self.add_hashed(self.shared.hasher.hash_one(&*item), item, priority);
+    }
+
+    /// `add` of an item whose hash (by `Shared::hasher`) is already known.
+    pub(crate) fn add_hashed(&self, hash: u64, item: Cow<'_, T>, priority: i32) {
+        // A FIFO-only queue (`QueueConfig::fifo`) hears every priority as 0.
+        let priority = if self.shared.fifo {
+            priority::DEFAULT
+        } else {
+            priority
+        };
+        let mut guard = self.shared.state.lock();
+        let st = &mut *guard;
+        if st.shutting_down {
+            return;
+        }
+        match st.items.find_or_insert(hash, item) {
+            Found::Inserted(slot_ref) => {
+                let ticket = st.lanes.push(slot_ref, priority);
+                let slot = st.items.get(slot_ref);
+                slot.meta.init_queued(priority, ticket);
+                if let Some(m) = st.metrics.as_mut() {
+                    m.add(slot.key(), priority);
+                }
+                let wake = st.wake_a_getter();
+                drop(guard);
+                if wake {
+                    self.shared.item_ready.notify_one();
+                }
+            }
+            Found::Existing(slot_ref, duplicate) => {
+                let slot = st.items.get(slot_ref);
+                let meta = &slot.meta;
+                match meta.state.get() {
+                    ItemState::Processing => {
+                        meta.state.set(ItemState::ProcessingDirty);
+                        meta.priority.set(priority);
+                        if let Some(m) = st.metrics.as_mut() {
+                            m.add(slot.key(), priority);
+                        }
+                    }
+                    ItemState::ProcessingDirty if priority > meta.priority.get() => {
+                        if let Some(m) = st.metrics.as_ref() {
+                            m.raise(meta.priority.get(), priority);
+                        }
+                        meta.priority.set(priority);
+                    }
+                    ItemState::Queued if priority > meta.priority.get() => {
+                        if let Some(m) = st.metrics.as_ref() {
+                            m.raise(meta.priority.get(), priority);
+                        }
+                        st.lanes.raise(&st.items, slot_ref, priority);
+                    }
+                    // Already dirty at the same or a higher priority: deduplicated.
+                    ItemState::Queued | ItemState::ProcessingDirty => {}
+                }
+                // The caller's copy is dropped after unlocking.
+                drop(guard);
+                drop(duplicate);
+            }
+        }
+    }
+}
