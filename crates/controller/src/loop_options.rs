@@ -109,3 +109,31 @@ impl LoopOptions {
         (!self.freshness_timeout.is_zero()).then(|| Freshness::new(self.freshness_timeout))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_backoff_does_not_escalate_on_re_triggers_and_client_go_does() {
+        let key = "default/failing".to_string();
+        let ms = Duration::from_millis;
+
+        let coalescing = LoopOptions::default().rate_limiter();
+        assert_eq!(coalescing.when(&key), ms(5));
+        // Re-triggered twice while the 5 ms backoff is pending: the time left, no new failure.
+        tokio::time::advance(ms(2)).await;
+        assert_eq!(coalescing.when(&key), ms(3));
+        assert_eq!(coalescing.when(&key), ms(3));
+        assert_eq!(coalescing.num_requeues(&key), 1);
+        // After it ran out, a failure counts again.
+        tokio::time::advance(ms(3)).await;
+        assert_eq!(coalescing.when(&key), ms(10));
+
+        let client_go = LoopOptions::client_go().rate_limiter();
+        assert_eq!(client_go.when(&key), ms(5));
+        assert_eq!(client_go.when(&key), ms(10));
+        assert_eq!(client_go.when(&key), ms(20));
+        assert_eq!(client_go.num_requeues(&key), 3);
+    }
+}
