@@ -20,6 +20,11 @@
 //! 127.0.0.1, [`TestEnv::install_webhooks`] registers a test's webhook server with the
 //! API server for the test's namespace only (see [`webhook`]).
 //!
+//! Fault injection: [`inject::WatchLatency`] makes a client's informers lag (its watch
+//! bodies on one resource are delayed, its writes are not), [`inject::ResponseLog`]
+//! counts the responses it gets (409s, writes); both are layers for
+//! `kube::client::ClientBuilder::with_layer` (see [`inject`] for why not a proxy).
+//!
 //! Environment variables: [`ENV_KUBECONFIG`] (reuse a running cluster),
 //! [`ENV_SCRIPT`], [`ENV_START_TIMEOUT`], [`ENV_KUBECTL`], `KUBEBUILDER_ASSETS`,
 //! `KUBE_CONTROLLERS_CACHE_DIR` (binary cache root), `K8S_VERSION` (release). See `docs/testing.md`.
@@ -50,6 +55,7 @@ mod control_plane;
 /// Installing CRDs and waiting until they are served ([`crd::install_crds`]).
 pub mod crd;
 mod error;
+pub mod inject;
 mod namespace;
 mod objects;
 mod process;

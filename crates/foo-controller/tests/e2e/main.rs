@@ -5,6 +5,7 @@
 //! only that namespace, so tests running in parallel never act on each other's Foos.
 
 mod rbac;
+mod staleness;
 mod sync;
 mod webhook;
 
