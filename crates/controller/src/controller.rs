@@ -11,10 +11,11 @@
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
 //! 3. One turn of the loop: `get` a key (waiting if there is none); if the controller
-//!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something,
-//!    wait (briefly, woken, never polling) until the informers have seen that write,
-//!    and if they have not within the bound, requeue the key with backoff instead of
-//!    syncing it against a stale cache. Then call the [`SyncHandler`], and
+//!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something
+//!    the informers have not seen yet, do not sync it against that stale cache: park
+//!    it (a small task puts it back the moment the informers catch up, or with
+//!    backoff after a bound) and take the next key. Otherwise call the
+//!    [`SyncHandler`], and
 //!    - `Ok(Action::Done)`: `forget` the key, resetting its backoff;
 //!    - `Ok(Action::RequeueAfter(d))`: `forget`, then `add_after(key, d)`;
 //!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
@@ -49,7 +50,7 @@ use tracing::{debug, error, info, warn};
 use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
-use crate::freshness::{Freshness, FreshnessOutcome};
+use crate::freshness::Freshness;
 use crate::sync_handler::{Action, SyncHandler};
 
 /// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event
@@ -280,8 +281,8 @@ impl<H: SyncHandler> Controller<H> {
         // does not jump ahead of real changes by failing.
         let priority = item.priority();
 
-        if !self.is_fresh(key, priority).await {
-            // Requeued with backoff; the WorkItem guard marks the key done.
+        if !self.is_fresh(key, priority) {
+            // Parked until the caches catch up; the WorkItem guard marks the key done.
             return true;
         }
 
@@ -339,35 +340,15 @@ impl<H: SyncHandler> Controller<H> {
 }
 
 impl<H> Controller<H> {
-    /// The staleness guard's verdict on `key` (`true` without a guard): waits for the
-    /// informers to catch up with the key's last write, and when they do not within
-    /// the bound, requeues the key with backoff (as client-go 1.36's controllers do)
-    /// and answers `false`.
-    async fn is_fresh(&self, key: &String, priority: i32) -> bool {
-        let Some(freshness) = &self.freshness else {
-            return true;
-        };
-        let outcome = freshness.wait_until_fresh(key).await;
-        let result = match outcome {
-            FreshnessOutcome::NothingWritten => return true,
-            FreshnessOutcome::Fresh { .. } => metrics::FreshnessResult::Fresh,
-            FreshnessOutcome::Incomparable { .. } => metrics::FreshnessResult::Incomparable,
-            FreshnessOutcome::Stale { .. } => metrics::FreshnessResult::Stale,
-        };
-        metrics::observe_freshness(&self.name, result, outcome.waited());
-        if let FreshnessOutcome::Stale { waited } = outcome {
-            self.queue.add_rate_limited_with_priority_ref(key, priority);
-            info!(
-                controller = %self.name,
-                key = %key,
-                ?waited,
-                retries = self.queue.num_requeues(key),
-                "the informers have not seen this key's last write yet; requeued instead of syncing a stale cache"
-            );
-            return false;
+    /// The staleness guard's verdict on `key` (`true` without a guard): `false` when
+    /// the informers have not yet seen the key's last write; the key is then parked
+    /// until they have (or requeued with backoff after the bound) and this worker
+    /// moves on (see [`Freshness::check_or_park`]).
+    fn is_fresh(&self, key: &str, priority: i32) -> bool {
+        match &self.freshness {
+            None => true,
+            Some(freshness) => freshness.check_or_park(&self.name, key, priority, &self.queue),
         }
-        debug!(controller = %self.name, key = %key, outcome = outcome.as_str(), waited = ?outcome.waited(), "caches caught up with the key's last write");
-        true
     }
 }
 

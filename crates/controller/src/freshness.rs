@@ -17,15 +17,17 @@
 //! After a sync writes an object, it tells [`Freshness::wrote`] the key it was
 //! syncing and the object the API server returned; the guard remembers the object's
 //! resourceVersion against the key, per resource type. Before the next sync of that
-//! key, the [`Controller`](crate::Controller) loop calls
-//! [`Freshness::wait_until_fresh`]: it waits until the informer of each type written
-//! has applied that version to its store (the store's version is client-go's
-//! `LastStoreSyncResourceVersion`, see `cache::Indexer::wait_until_reached`), woken
-//! the moment it gets there. If that takes longer than the bound (default
-//! [`DEFAULT_FRESHNESS_TIMEOUT`]), the loop does not sync: it requeues the key with
-//! backoff, exactly as client-go's controllers do (they requeue at once, with the same
-//! backoff as an error; we wait a little first, because the cache is usually
-//! milliseconds behind and a wait is cheaper than a round through the queue).
+//! key, the [`Controller`](crate::Controller) loop asks the guard
+//! ([`Freshness::check`]) whether the informer of each type written has applied that
+//! version to its store (the store's version is client-go's
+//! `LastStoreSyncResourceVersion`, see `cache::Indexer::wait_until_reached`). If one
+//! has not, the key is not synced: it is *parked*. A small task waits for the stores
+//! ([`Freshness::wait_until_fresh`]), woken the moment they get there, and puts the
+//! key back in the queue; the worker takes the next key meanwhile. If the stores take
+//! longer than the bound (default [`DEFAULT_FRESHNESS_TIMEOUT`]), the task requeues
+//! the key with backoff instead, as client-go's controllers do. (They requeue at
+//! once, with the same backoff as an error, and retry blind; the cache is usually
+//! milliseconds behind, so waking the key when it gets there costs less.)
 //!
 //! Only keys that wrote are held back, never the whole controller; keys that did not
 //! write pay one hash lookup.
@@ -41,6 +43,8 @@
 //! * The bound and the requeue's backoff mean a key whose version never shows up (an
 //!   object filtered out by the informer's selector, before the next bookmark) is
 //!   retried with growing delays, never in a hot loop.
+//! * A parked key is not in the queue: a shutdown drops it, as it drops queued keys;
+//!   the next start's initial list syncs every object anyway.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -50,8 +54,9 @@
 //! use cache::SharedIndexInformer;
 //! use cache::testing::{ScriptedListerWatcher, config_map};
 //! use controller::freshness::{Freshness, FreshnessOutcome};
+//! use k8s_openapi::api::core::v1::ConfigMap;
 //!
-//! let informer = SharedIndexInformer::new(
+//! let informer: SharedIndexInformer<ConfigMap> = SharedIndexInformer::new(
 //!     "configmaps",
 //!     Arc::new(ScriptedListerWatcher::new()),
 //!     Duration::ZERO,
@@ -73,7 +78,7 @@
 //! ```
 
 use std::any::{TypeId, type_name};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,7 +88,8 @@ use futures::future::BoxFuture;
 use kube::Resource;
 use parking_lot::Mutex;
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, info};
+use workqueue::RateLimitingQueue;
 
 /// Default for [`Freshness::new`]'s bound: how long a worker waits for its informers
 /// to catch up with the key's last write before it requeues the key instead.
@@ -182,6 +188,9 @@ struct Written {
     resource_version: Arc<str>,
 }
 
+/// A write to wait for: the version, and the store that must reach it.
+type Pending = (Arc<str>, Arc<dyn StoreVersion>);
+
 /// A tracked informer: its type's name (for debugging) and its store.
 type Tracked = (&'static str, Arc<dyn StoreVersion>);
 
@@ -191,6 +200,8 @@ struct Inner {
     stores: Mutex<HashMap<TypeId, Tracked>>,
     /// key -> the newest write per resource type since the key's last fresh sync.
     written: Mutex<HashMap<String, Vec<Written>>>,
+    /// Keys whose waiter task is running (see [`Freshness::check_or_park`]).
+    parked: Mutex<HashSet<String>>,
 }
 
 /// The staleness guard: remembers each key's last writes and waits, before the key's
@@ -229,6 +240,7 @@ impl Freshness {
                 timeout,
                 stores: Mutex::new(HashMap::new()),
                 written: Mutex::new(HashMap::new()),
+                parked: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -296,51 +308,76 @@ impl Freshness {
         self.inner.written.lock().len()
     }
 
-    /// Waits, at most the bound, until every informer `key` wrote to has caught up
-    /// with that write; the [`Controller`](crate::Controller) loop calls it before
-    /// each sync. On [`Fresh`](FreshnessOutcome::Fresh) and
-    /// [`Incomparable`](FreshnessOutcome::Incomparable) the record is cleared; on
-    /// [`Stale`](FreshnessOutcome::Stale) it stays, for the requeued sync.
-    ///
-    /// Call it only from the worker that holds `key` (the queue guarantees there is
-    /// one), so no other sync of the key can write meanwhile.
-    pub async fn wait_until_fresh(&self, key: &str) -> FreshnessOutcome {
-        let pending = match self.inner.written.lock().get(key) {
-            None => return FreshnessOutcome::NothingWritten,
-            Some(pending) => pending.clone(),
-        };
-        let pending: Vec<(Arc<str>, Arc<dyn StoreVersion>)> = {
-            let stores = self.inner.stores.lock();
+    /// The key's writes on record, each with the store that must reach it; `None`
+    /// when the key wrote nothing.
+    fn pending(&self, key: &str) -> Option<Vec<Pending>> {
+        let pending = self.inner.written.lock().get(key)?.clone();
+        let stores = self.inner.stores.lock();
+        Some(
             pending
                 .into_iter()
                 .filter_map(|w| {
                     let (_, store) = stores.get(&w.source)?;
                     Some((w.resource_version, store.clone()))
                 })
-                .collect()
+                .collect(),
+        )
+    }
+
+    /// Looks without waiting: the outcome when it is known now (nothing written; or
+    /// every store there, or one that cannot say: the record is then cleared, with a
+    /// zero wait), `None` while a store has yet to reach the key's write.
+    pub fn check(&self, key: &str) -> Option<FreshnessOutcome> {
+        let Some(pending) = self.pending(key) else {
+            return Some(FreshnessOutcome::NothingWritten);
+        };
+        let mut comparable = true;
+        for (rv, store) in &pending {
+            match store.has_reached(rv) {
+                Some(true) => {}
+                Some(false) => return None,
+                None => comparable = false,
+            }
+        }
+        self.inner.written.lock().remove(key);
+        let waited = Duration::ZERO;
+        Some(if comparable {
+            FreshnessOutcome::Fresh { waited }
+        } else {
+            FreshnessOutcome::Incomparable { waited }
+        })
+    }
+
+    /// Waits, at most the bound, until every informer `key` wrote to has caught up
+    /// with that write, woken the moment the last one gets there. On
+    /// [`Fresh`](FreshnessOutcome::Fresh) and
+    /// [`Incomparable`](FreshnessOutcome::Incomparable) the record is cleared; on
+    /// [`Stale`](FreshnessOutcome::Stale) it stays, for the requeued sync.
+    ///
+    /// The loop does not call this from a worker (see [`check_or_park`](Self::check_or_park)).
+    pub async fn wait_until_fresh(&self, key: &str) -> FreshnessOutcome {
+        if let Some(known) = self.check(key) {
+            return known;
+        }
+        let Some(pending) = self.pending(key) else {
+            return FreshnessOutcome::NothingWritten;
         };
         let started = Instant::now();
         let mut comparable = true;
-        // Fast path: already there (no timer, no subscription).
-        let all_there = pending
-            .iter()
-            .all(|(rv, store)| store.has_reached(rv) == Some(true));
-        if !all_there {
-            let wait_all = async {
-                for (rv, store) in &pending {
-                    if store.wait_until_reached(rv).await.is_err() {
-                        comparable = false;
-                    }
+        let wait_all = async {
+            for (rv, store) in &pending {
+                if store.wait_until_reached(rv).await.is_err() {
+                    comparable = false;
                 }
-            };
-            if tokio::time::timeout(self.inner.timeout, wait_all)
-                .await
-                .is_err()
-            {
-                return FreshnessOutcome::Stale {
-                    waited: started.elapsed(),
-                };
             }
+        };
+        if tokio::time::timeout(self.inner.timeout, wait_all)
+            .await
+            .is_err()
+        {
+            return FreshnessOutcome::Stale {
+                waited: started.elapsed(),
+            };
         }
         self.inner.written.lock().remove(key);
         let waited = started.elapsed();
@@ -350,4 +387,64 @@ impl Freshness {
             FreshnessOutcome::Incomparable { waited }
         }
     }
+
+    /// The loop's side of the guard, before `key`'s sync: `true` to sync now;
+    /// `false` when the key is *parked*: a write of its last sync is not in the
+    /// caches yet, so a small task waits for them ([`wait_until_fresh`](Self::wait_until_fresh),
+    /// bounded) and then puts the key back in `queue` at `priority` (or, if the
+    /// bound passed, with backoff, as client-go 1.36's controllers requeue), while
+    /// the worker moves on to other keys. A key that is already parked is not
+    /// parked twice: its waiter puts it back. Reports to the metrics as
+    /// `controller`.
+    pub(crate) fn check_or_park(
+        &self,
+        controller: &Arc<str>,
+        key: &str,
+        priority: i32,
+        queue: &RateLimitingQueue<String>,
+    ) -> bool {
+        match self.check(key) {
+            Some(FreshnessOutcome::NothingWritten) => return true,
+            Some(outcome) => {
+                observe(controller, key, outcome);
+                return true;
+            }
+            None => {}
+        }
+        if !self.inner.parked.lock().insert(key.to_string()) {
+            return false;
+        }
+        let (freshness, controller, queue) = (self.clone(), controller.clone(), queue.clone());
+        let key = key.to_string();
+        tokio::spawn(async move {
+            let outcome = freshness.wait_until_fresh(&key).await;
+            freshness.inner.parked.lock().remove(&key);
+            observe(&controller, &key, outcome);
+            if let FreshnessOutcome::Stale { waited } = outcome {
+                queue.add_rate_limited_with_priority_ref(&key, priority);
+                info!(
+                    controller = %controller,
+                    key = %key,
+                    ?waited,
+                    retries = queue.num_requeues(&key),
+                    "the informers have not seen this key's last write yet; requeued with backoff instead of syncing a stale cache"
+                );
+            } else {
+                queue.add_with_priority(key, priority);
+            }
+        });
+        false
+    }
+}
+
+/// Reports one check to the metrics and the debug log.
+fn observe(controller: &str, key: &str, outcome: FreshnessOutcome) {
+    let result = match outcome {
+        FreshnessOutcome::NothingWritten => return,
+        FreshnessOutcome::Fresh { .. } => metrics::FreshnessResult::Fresh,
+        FreshnessOutcome::Incomparable { .. } => metrics::FreshnessResult::Incomparable,
+        FreshnessOutcome::Stale { .. } => metrics::FreshnessResult::Stale,
+    };
+    metrics::observe_freshness(controller, result, outcome.waited());
+    debug!(controller, key, outcome = outcome.as_str(), waited = ?outcome.waited(), "staleness guard");
 }

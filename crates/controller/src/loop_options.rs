@@ -4,7 +4,7 @@
 //!
 //! | choice | default | client-go's behaviour (the switch) |
 //! |---|---|---|
-//! | staleness guard | a key's next sync waits (up to 2 s) until the informers have seen its last write, see [`crate::freshness`] | acts on whatever the cache holds (`--freshness-timeout 0`) |
+//! | staleness guard | a key is synced again only once the informers have seen its last write (parked meanwhile, requeued with backoff after 2 s), see [`crate::freshness`] | acts on whatever the cache holds (`--freshness-timeout 0`) |
 //! | queue order | a priority queue: initial-list and resync events go behind real changes (controller-runtime v0.23's default) | one FIFO (`--fifo-queue`) |
 //! | backoff | re-triggers during a pending backoff do not escalate it ([`CoalescingRateLimiter`], kubernetes/kubernetes issue 132805) | every `add_rate_limited` doubles the delay (`--client-go-backoff`) |
 //!
@@ -51,8 +51,8 @@ pub enum Backoff {
 /// [`RunArgs`](crate::RunArgs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopOptions {
-    /// How long a worker waits for the informers to catch up with a key's last write
-    /// before it requeues the key instead of syncing it; zero turns the guard off.
+    /// How long a parked key waits for the informers to catch up with its last write
+    /// before it is requeued with backoff; zero turns the guard off.
     pub freshness_timeout: Duration,
     /// Whether the queue orders by priority (`true`) or is client-go's plain FIFO.
     pub priority_queue: bool,

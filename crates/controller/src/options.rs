@@ -183,9 +183,9 @@ pub struct RunArgs {
     #[arg(long, env = "KEEP_MANAGED_FIELDS", value_parser = clap::builder::FalseyValueParser::new())]
     pub keep_managed_fields: bool,
 
-    /// How long a worker waits for the informers to catch up with the last write of
-    /// the key it is about to sync before requeueing the key instead (the staleness
-    /// guard, client-go 1.36's KEP-5647); 0 turns the guard off.
+    /// The staleness guard (client-go 1.36's KEP-5647): a key is synced again only
+    /// once the informers have seen its last write; meanwhile it is parked, and after
+    /// this long it is requeued with backoff instead; 0 turns the guard off.
     #[arg(long, env = "FRESHNESS_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
     pub freshness_timeout: Duration,
 

@@ -24,9 +24,9 @@ const KEY: &str = "default/a";
 struct Writer {
     freshness: Freshness,
     cache: Indexer<ConfigMap>,
-    /// (when, the cached version of `a`) per sync.
-    seen: Mutex<Vec<(Instant, String)>>,
-    /// The version the next sync writes, if any.
+    /// (when, key, the cached version of `a`) per sync.
+    seen: Mutex<Vec<(Instant, String, String)>>,
+    /// The version the next sync of [`KEY`] writes, if any.
     next_write: Mutex<Option<String>>,
 }
 
@@ -38,8 +38,12 @@ impl SyncHandler for Writer {
             .get_by_key(KEY)
             .and_then(|cm| cm.metadata.resource_version.clone())
             .unwrap_or_default();
-        self.seen.lock().push((Instant::now(), cached));
-        if let Some(rv) = self.next_write.lock().take() {
+        self.seen
+            .lock()
+            .push((Instant::now(), key.to_string(), cached));
+        if key == KEY
+            && let Some(rv) = self.next_write.lock().take()
+        {
             self.freshness.wrote(key, &config_map("a", &rv));
         }
         Ok(Action::Done)
@@ -50,13 +54,12 @@ struct Setup {
     informer: SharedIndexInformer<ConfigMap>,
     watch: UnboundedSender<Result<WatchEvent<ConfigMap>, kube::Error>>,
     writer: Arc<Writer>,
-    controller: Controller<Writer>,
     queue: RateLimitingQueue<String>,
     stop: CancellationToken,
 }
 
-/// An informer listing `a` at version 10, on `queue_kind`, and a one-key controller
-/// guarded by a `timeout` bound.
+/// An informer listing `a` at version 10, on `queue_kind`, and a controller guarded
+/// by a `timeout` bound, with one worker running.
 async fn setup(timeout: Duration, queue_kind: QueueKind) -> Setup {
     let lw = ScriptedListerWatcher::new();
     lw.push_list_items(vec![config_map("a", "10")], "10");
@@ -81,83 +84,111 @@ async fn setup(timeout: Duration, queue_kind: QueueKind) -> Setup {
     let controller =
         Controller::new("freshness-test", queue.clone(), writer).with_freshness(freshness);
     let writer = controller.handler().clone();
+    tokio::spawn(async move { controller.run_worker().await });
     Setup {
         informer,
         watch,
         writer,
-        controller,
         queue,
         stop,
     }
 }
 
-fn seen_versions(s: &Setup) -> Vec<String> {
-    s.writer
-        .seen
-        .lock()
-        .iter()
-        .map(|(_, rv)| rv.clone())
-        .collect()
-}
+impl Setup {
+    /// The cached version of `a` each sync of `key` saw.
+    fn seen(&self, key: &str) -> Vec<String> {
+        let seen = self.writer.seen.lock();
+        seen.iter()
+            .filter(|(_, k, _)| k == key)
+            .map(|(_, _, rv)| rv.clone())
+            .collect()
+    }
 
-/// Runs one turn of the loop for [`KEY`] in the background.
-fn one_turn(s: &Setup) -> tokio::task::JoinHandle<bool> {
-    s.queue.add(KEY.to_string());
-    let controller = s.controller.clone();
-    tokio::spawn(async move { controller.process_next_work_item().await })
+    fn syncs(&self) -> usize {
+        self.writer.seen.lock().len()
+    }
+
+    /// Lets every task run without moving the clock, until `n` syncs happened.
+    async fn until_syncs(&self, n: usize) {
+        for _ in 0..100_000 {
+            if self.syncs() >= n {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("expected {n} syncs, saw {}", self.syncs());
+    }
+
+    /// Lets every task run without moving the clock.
+    async fn settle(&self) {
+        for _ in 0..1000 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn modified(&self, rv: &str) {
+        self.watch
+            .send(Ok(WatchEvent::Modified(config_map("a", rv))))
+            .unwrap();
+    }
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_next_sync_waits_for_the_write_and_wakes_the_moment_the_informer_applies_it() {
     let s = setup(Duration::from_secs(5), QueueKind::RealFifo).await;
     *s.writer.next_write.lock() = Some("11".into());
-    assert!(one_turn(&s).await.unwrap());
-    assert_eq!(seen_versions(&s), ["10"]);
+    s.queue.add(KEY.to_string());
+    s.until_syncs(1).await;
+    assert_eq!(s.seen(KEY), ["10"]);
 
-    // The key comes back (an event for it, say) before the informer has seen "11".
-    let turn = one_turn(&s);
+    // The key comes back (an event for it, say) before the informer has seen "11":
+    // parked, not synced against the stale cache ...
+    s.queue.add(KEY.to_string());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(seen_versions(&s), ["10"], "synced against the stale cache");
-    assert!(!turn.is_finished());
+    assert_eq!(s.seen(KEY), ["10"], "synced against the stale cache");
+    // ... and the worker is free for other keys meanwhile.
+    s.queue.add("default/other".to_string());
+    s.until_syncs(2).await;
+    assert_eq!(s.seen("default/other"), ["10"]);
 
-    // An unrelated event does not wake it for good: "11" is not reached yet.
+    // An unrelated event does not release it: "11" is not reached yet.
     s.watch
         .send(Ok(WatchEvent::Added(config_map("b", "10"))))
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!turn.is_finished());
+    assert_eq!(s.seen(KEY), ["10"]);
 
     let delivered_at = Instant::now();
-    s.watch
-        .send(Ok(WatchEvent::Modified(config_map("a", "11"))))
-        .unwrap();
-    assert!(turn.await.unwrap());
-    let (synced_at, saw) = s.writer.seen.lock()[1].clone();
-    assert_eq!(saw, "11", "the sync must see its own write");
+    s.modified("11");
+    s.until_syncs(3).await;
+    let (synced_at, key, saw) = s.writer.seen.lock()[2].clone();
+    assert_eq!(
+        (key.as_str(), saw.as_str()),
+        (KEY, "11"),
+        "the sync must see its own write"
+    );
     assert_eq!(synced_at, delivered_at, "woken at once, not by polling");
     assert_eq!(
         s.writer.freshness.keys_waiting(),
         0,
         "the record is cleared"
     );
-    assert_eq!(s.queue.num_requeues(&KEY.to_string()), 0);
+    assert_eq!(s.queue.num_requeues(&KEY.to_string()), 0, "no backoff");
     s.stop.cancel();
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_instead_of_syncing_it() {
+async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_with_backoff() {
     let s = setup(Duration::from_millis(100), QueueKind::RealFifo).await;
     *s.writer.next_write.lock() = Some("50".into());
-    assert!(one_turn(&s).await.unwrap());
+    s.queue.add(KEY.to_string());
+    s.until_syncs(1).await;
 
-    let started = Instant::now();
-    assert!(one_turn(&s).await.unwrap());
-    assert_eq!(
-        started.elapsed(),
-        Duration::from_millis(100),
-        "waits the bound"
-    );
-    assert_eq!(seen_versions(&s), ["10"], "no sync against the stale cache");
+    // Parked; the bound passes; requeued with backoff, still unsynced.
+    s.queue.add(KEY.to_string());
+    tokio::time::sleep(Duration::from_millis(101)).await;
+    s.settle().await;
+    assert_eq!(s.seen(KEY), ["10"], "no sync against the stale cache");
     assert_eq!(
         s.queue.num_requeues(&KEY.to_string()),
         1,
@@ -168,20 +199,18 @@ async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_instead_of_sync
         1,
         "the write stays on record"
     );
-    assert_eq!(
-        s.writer.freshness.wait_until_fresh(KEY).await,
-        FreshnessOutcome::Stale {
-            waited: Duration::from_millis(100)
-        }
-    );
 
-    // Once the informer gets there, the requeued key syncs, against the fresh cache.
-    s.watch
-        .send(Ok(WatchEvent::Modified(config_map("a", "50"))))
-        .unwrap();
-    let controller = s.controller.clone();
-    assert!(controller.process_next_work_item().await);
-    assert_eq!(seen_versions(&s), ["10", "50"]);
+    // Each round waits the bound again, backing off between rounds: no hot loop.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    s.settle().await;
+    let rounds = s.queue.num_requeues(&KEY.to_string());
+    assert!((2..=9).contains(&rounds), "{rounds} rounds in 1.1 s");
+    assert_eq!(s.seen(KEY), ["10"]);
+
+    // Once the informer gets there, the key syncs, against the fresh cache.
+    s.modified("50");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(s.seen(KEY), ["10", "50"]);
     assert_eq!(s.writer.freshness.keys_waiting(), 0);
     s.stop.cancel();
 }
@@ -190,11 +219,11 @@ async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_instead_of_sync
 async fn a_version_the_api_does_not_promise_to_order_never_holds_a_key_back() {
     let s = setup(Duration::from_secs(5), QueueKind::RealFifo).await;
     *s.writer.next_write.lock() = Some("not-a-number".into());
-    assert!(one_turn(&s).await.unwrap());
-    let started = Instant::now();
-    assert!(one_turn(&s).await.unwrap());
-    assert_eq!(started.elapsed(), Duration::ZERO);
-    assert_eq!(seen_versions(&s), ["10", "10"]);
+    s.queue.add(KEY.to_string());
+    s.until_syncs(1).await;
+    s.queue.add(KEY.to_string());
+    s.until_syncs(2).await;
+    assert_eq!(s.seen(KEY), ["10", "10"]);
     assert_eq!(s.writer.freshness.keys_waiting(), 0);
     s.stop.cancel();
 }
@@ -205,11 +234,11 @@ async fn an_informer_without_a_store_version_never_holds_a_key_back() {
     let s = setup(Duration::from_secs(5), QueueKind::DeltaFifo).await;
     assert_eq!(s.informer.last_store_sync_resource_version(), None);
     *s.writer.next_write.lock() = Some("11".into());
-    assert!(one_turn(&s).await.unwrap());
-    let started = Instant::now();
-    assert!(one_turn(&s).await.unwrap());
-    assert_eq!(started.elapsed(), Duration::ZERO);
-    assert_eq!(seen_versions(&s), ["10", "10"]);
+    s.queue.add(KEY.to_string());
+    s.until_syncs(1).await;
+    s.queue.add(KEY.to_string());
+    s.until_syncs(2).await;
+    assert_eq!(s.seen(KEY), ["10", "10"]);
     s.stop.cancel();
 }
 
@@ -219,10 +248,9 @@ async fn only_the_newest_write_per_type_counts_and_writes_of_untracked_types_are
     let f = &s.writer.freshness;
     f.wrote(KEY, &config_map("a", "12"));
     f.wrote(KEY, &config_map("a", "11")); // older: ignored
-    f.wrote(
-        "default/other",
-        &k8s_openapi::api::core::v1::Secret::default(),
-    );
+    let mut secret = k8s_openapi::api::core::v1::Secret::default();
+    secret.metadata.resource_version = Some("5".into());
+    f.wrote("default/other", &secret); // no Secret informer is tracked
     assert_eq!(f.keys_waiting(), 1);
     s.watch
         .send(Ok(WatchEvent::Modified(config_map("a", "11"))))
