@@ -25,8 +25,8 @@
 #                           RealFIFO popped in batches), no handlers; timed until
 #                           wait_for_cache_sync returns (woken, not polled). Every ours-*
 #                           variant except ours-plain runs in the controller binaries'
-#                           process set-up: their API client (controller::ClientArgs: HTTP/2,
-#                           as client-go's) and heap growth (controller::heap: 64 MiB steps)
+#                           process set-up: their API client (manager::ClientArgs: HTTP/2,
+#                           as client-go's) and heap growth (manager::heap: 64 MiB steps)
 #   ours-transform          the same + set_transform dropping metadata.managedFields
 #   ours-strip              ours + ApiListerWatcher::strip_managed_fields: managedFields cut
 #                           out of the raw JSON before decoding (the binaries' default)

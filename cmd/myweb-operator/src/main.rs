@@ -2,7 +2,7 @@
 //! `cmd/main.go`. It only wires flags to crates: the operator is
 //! `crates/myweb-operator` (built with `crates/builder`), everything around it
 //! (client, informers, Events, metrics, health, leader election, signals) is
-//! `controller::Manager`.
+//! `manager::Manager`.
 //!
 //! ```text
 //! myweb-operator --kubeconfig ~/.kube/config --workers 2 --leader-elect
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use controller::{Manager, ManagerArgs};
+use manager::{Manager, ManagerArgs};
 use myweb_operator::{CONTROLLER_NAME, new_controller_with};
 
 /// The MyWeb operator: serves each MyWeb's page (operator.k8s-summit.org/v1) with a
@@ -26,14 +26,14 @@ struct Cli {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime's threads allocate: their heaps then grow in large steps.
-    controller::heap::grow_heap_in_large_steps();
+    manager::heap::grow_heap_in_large_steps();
     tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
+    manager::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
-    let shutdown = controller::setup_signal_handler();
+    let shutdown = manager::setup_signal_handler();
 
     let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
@@ -78,7 +78,7 @@ mod tests {
         assert_eq!(cli.manager.run.namespace, None);
         assert_eq!(cli.manager.run.workers, 2);
         assert!(!cli.manager.leader_election.leader_elect);
-        assert_eq!(cli.manager.events_api, controller::EventsApi::EventsV1);
+        assert_eq!(cli.manager.events_api, manager::EventsApi::EventsV1);
         let cli = Cli::try_parse_from([
             "myweb-operator",
             "--events-api",
@@ -93,6 +93,6 @@ mod tests {
         assert_eq!(cli.manager.run.namespace.as_deref(), Some("web"));
         assert_eq!(cli.manager.run.workers, 4);
         assert!(cli.manager.leader_election.leader_elect);
-        assert_eq!(cli.manager.events_api, controller::EventsApi::CoreV1);
+        assert_eq!(cli.manager.events_api, manager::EventsApi::CoreV1);
     }
 }

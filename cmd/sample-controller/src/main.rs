@@ -1,7 +1,7 @@
 //! `sample-controller`: the Foo controller binary, kubernetes/sample-controller's
 //! `main.go`. It only wires flags to crates: the controller is `crates/foo-controller`,
 //! everything around it (client, informers, Events, metrics, health, leader election,
-//! signals) is `controller::Manager`.
+//! signals) is `manager::Manager`.
 //!
 //! ```text
 //! sample-controller --kubeconfig ~/.kube/config --workers 2 --leader-elect
@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use controller::{Manager, ManagerArgs};
 use foo_controller::{CONTROLLER_NAME, FooController};
+use manager::{Manager, ManagerArgs};
 
 /// The Foo controller: keeps a Deployment per Foo (samplecontroller.k8s.io/v1alpha1).
 #[derive(Debug, Parser)]
@@ -25,14 +25,14 @@ struct Cli {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime's threads allocate: their heaps then grow in large steps.
-    controller::heap::grow_heap_in_large_steps();
+    manager::heap::grow_heap_in_large_steps();
     tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
+    manager::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
-    let shutdown = controller::setup_signal_handler();
+    let shutdown = manager::setup_signal_handler();
 
     let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
         .await
@@ -66,7 +66,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use controller::EventsApi;
+    use manager::EventsApi;
 
     #[test]
     fn events_api_flag() {

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use controller::{Manager, ManagerArgs};
 use leaderelection::parse_duration;
+use manager::{Manager, ManagerArgs};
 use tracing::info;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
 use vm_driver::{Driver, FakeDriver, QemuDriver};
@@ -70,14 +70,14 @@ fn parse_usage_period(value: &str) -> Result<Duration, String> {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime's threads allocate: their heaps then grow in large steps.
-    controller::heap::grow_heap_in_large_steps();
+    manager::heap::grow_heap_in_large_steps();
     tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    controller::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
+    manager::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
     // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
-    let shutdown = controller::setup_signal_handler();
+    let shutdown = manager::setup_signal_handler();
 
     let driver: Arc<dyn Driver> = match cli.vm_driver {
         DriverKind::Fake => Arc::new(FakeDriver::new()),
@@ -135,7 +135,7 @@ mod tests {
         assert_eq!(cli.usage_period, Duration::from_secs(20));
         assert_eq!(cli.state_dir, PathBuf::from("/var/lib/vm-controller"));
         assert_eq!(cli.manager.run.namespace, None);
-        assert_eq!(cli.manager.events_api, controller::EventsApi::EventsV1);
+        assert_eq!(cli.manager.events_api, manager::EventsApi::EventsV1);
         let cli = Cli::try_parse_from([
             "vm-controller",
             "--events-api",
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert_eq!(cli.manager.run.namespace.as_deref(), Some("ns"));
         assert_eq!(cli.manager.run.workers, 4);
-        assert_eq!(cli.manager.events_api, controller::EventsApi::CoreV1);
+        assert_eq!(cli.manager.events_api, manager::EventsApi::CoreV1);
     }
 
     #[test]

@@ -282,7 +282,7 @@ where
 
     /// Asks the factory for every informer, registers the handlers and returns the
     /// controller, ready to [`run`](BuiltController::run) (controller-runtime's
-    /// `Complete`/`Build`). Start the factory afterwards (a `controller::Manager` does).
+    /// `Complete`/`Build`). Start the factory afterwards (a `manager::Manager` does).
     pub fn complete<R: Reconciler>(self, reconciler: R) -> BuiltController<R> {
         // Named like client-go's NewNamedRateLimitingQueue, so workqueue metrics carry
         // the controller's name.

@@ -62,7 +62,7 @@
 //! ```
 //!
 //! Then, as with the hand-wired controllers: `factory.start(&cancel)` and
-//! `controller.run(cancel).await` (or hand both to `controller::Manager::run`).
+//! `controller.run(cancel).await` (or hand both to `manager::Manager::run`).
 
 pub mod builder;
 pub mod handler;

@@ -354,7 +354,8 @@ impl Freshness {
     /// [`Incomparable`](FreshnessOutcome::Incomparable) the record is cleared; on
     /// [`Stale`](FreshnessOutcome::Stale) it stays, for the requeued sync.
     ///
-    /// The loop does not call this from a worker (see [`check_or_park`](Self::check_or_park)).
+    /// The loop does not call this from a worker: it parks the key and lets a small
+    /// task wait here (see the [module docs](self)).
     pub async fn wait_until_fresh(&self, key: &str) -> FreshnessOutcome {
         if let Some(known) = self.check(key) {
             return known;

@@ -30,11 +30,6 @@
 //!   backoff, on by default, each with a switch back to client-go's behaviour.
 //! - [`owner`]: controller owner references (`GetControllerOf`, `IsControlledBy`,
 //!   `NewControllerRef`).
-//! - [`options`], [`logging`], [`signals`]: what the binaries share - the
-//!   `--kubeconfig`/`--master`/`--workers`/`--resync-period`/`--log-format` flags, text or
-//!   JSON logs, and graceful shutdown on SIGTERM (sample-controller's `pkg/signals`).
-//! - [`client`], [`heap`]: how the binaries talk and grow - an API client over HTTP/2
-//!   (as client-go's), and a heap reserved in 64 MiB steps.
 //! - [`testing`]: [`FakeApi`](testing::FakeApi), a recording in-process API for unit
 //!   tests of sync handlers (client-go's fake clientset actions).
 //!
@@ -81,35 +76,21 @@
 //! # }
 //! ```
 
-pub mod client;
 pub mod controller;
 pub mod error;
 pub mod event_priority;
-pub mod events;
 pub mod freshness;
-pub mod heap;
-pub mod logging;
 pub mod loop_options;
-pub mod manager;
-pub mod options;
 pub mod owner;
-pub mod signals;
 pub mod sync_handler;
 pub mod testing;
-pub mod throttle;
 
 pub use controller::{
     CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, registration_synced,
     wait_for_cache_sync,
 };
 pub use error::{ApiError, Error, Result};
-pub use events::EventsApi;
 pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
-pub use logging::{LogFormat, init_logging};
 pub use loop_options::{Backoff, LoopOptions};
-pub use manager::{Manager, ManagerArgs, ManagerError};
-pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
-pub use signals::setup_signal_handler;
 pub use sync_handler::{Action, SyncHandler};
-pub use throttle::{ThrottleLayer, ThrottleStats};

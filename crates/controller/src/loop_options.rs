@@ -48,7 +48,7 @@ pub enum Backoff {
 }
 
 /// The loop's choices (see the [module docs](self)); the binaries fill it from
-/// [`RunArgs`](crate::RunArgs).
+/// `manager::RunArgs` (`--freshness-timeout`, `--fifo-queue`, `--client-go-backoff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopOptions {
     /// How long a parked key waits for the informers to catch up with its last write

@@ -4,7 +4,7 @@
 //! This is the second pipeline of the crate, next to the core/v1 one
 //! (`tools/record`). Controllers do not see the difference: both hand out the
 //! same [`EventRecorder`](crate::EventRecorder), and the binary decides which
-//! broadcaster to build (`--events-api`, see `controller::Manager`).
+//! broadcaster to build (`--events-api`, see `manager::Manager`).
 //!
 //! ```text
 //!  recorder.event(&foo, Warning, "ErrResourceExists", msg)          (action = reason)

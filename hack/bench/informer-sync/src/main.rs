@@ -112,11 +112,11 @@ impl Impl {
 fn main() -> anyhow::Result<()> {
     let process_start = Instant::now();
     let cli = Cli::parse();
-    // As the controller binaries start (before the runtime: see controller::heap).
+    // As the controller binaries start (before the runtime: see manager::heap).
     if let Command::Sync { implementation, .. } = &cli.command
         && implementation.uses_binaries_client()
     {
-        controller::heap::grow_heap_in_large_steps();
+        manager::heap::grow_heap_in_large_steps();
     }
     tokio::runtime::Runtime::new()?.block_on(run(cli, process_start))
 }
@@ -132,9 +132,9 @@ async fn run(cli: Cli, process_start: Instant) -> anyhow::Result<()> {
         Command::Populate { .. } => false,
     };
     let client = if binaries_client {
-        let args = controller::ClientArgs {
+        let args = manager::ClientArgs {
             kube_api_qps: 0.0,
-            ..controller::ClientArgs::default()
+            ..manager::ClientArgs::default()
         };
         let config = kube::Config::infer().await.context("config from KUBECONFIG")?;
         args.throttled_client(config)?.0

@@ -46,13 +46,14 @@ use anyhow::{Context, bail};
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use cache::{InformerOptions, Selector, SharedInformerFactory};
 use clap::Parser;
-use controller::{LoopOptions, ThrottleLayer};
+use controller::LoopOptions;
 use foo_controller::{CONTROLLER_NAME, FooController};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use manager::ThrottleLayer;
 use record::{BroadcasterOptions, EventBroadcaster};
 use serde_json::json;
 use testenv::inject::{LoggedResponse, ResponseLog, WatchLatency};
@@ -105,8 +106,8 @@ struct Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    // As the controller binaries start (before the runtime: see controller::heap).
-    controller::heap::grow_heap_in_large_steps();
+    // As the controller binaries start (before the runtime: see manager::heap).
+    manager::heap::grow_heap_in_large_steps();
     tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
 }
 
@@ -141,7 +142,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // Deployment watches delayed and every response logged.
     let latency = Duration::from_millis(cli.latency_ms);
     let log = ResponseLog::new();
-    let client = controller::client::http2_client_builder(&config)?
+    let client = manager::client::http2_client_builder(&config)?
         .with_layer(&WatchLatency::new("deployments", latency))
         .with_layer(&log)
         .with_layer(&ThrottleLayer::new(cli.qps, cli.burst))

@@ -1,4 +1,4 @@
-//! The flags both controller binaries share, as clap [`Args`] structs to
+//! The flags every controller binary shares, as clap [`Args`] structs to
 //! `#[command(flatten)]`, and turning them into a [`kube::Client`].
 //!
 //! The names are sample-controller's (`--kubeconfig`, `--master`) plus the knobs every
@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use controller::{Backoff, LoopOptions};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use leaderelection::parse_duration;
 
 use crate::logging::LogFormat;
-use crate::loop_options::{Backoff, LoopOptions};
 use crate::throttle::{DEFAULT_BURST, DEFAULT_QPS, ThrottleLayer, ThrottleStats};
 
 /// How to reach the API server: client-go's `clientcmd.BuildConfigFromFlags`.

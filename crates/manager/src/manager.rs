@@ -91,7 +91,7 @@ pub enum ManagerError {
     Webhook(#[from] webhook::Error),
     /// A controller failed.
     #[error(transparent)]
-    Controller(#[from] crate::Error),
+    Controller(#[from] controller::Error),
     /// This replica lost the Lease; it stopped its controllers and must exit.
     #[error("leader election lost: another replica may now be leading; exiting to restart clean")]
     LostLeadership,
@@ -209,7 +209,7 @@ impl Manager {
     ) -> Result<(), ManagerError>
     where
         F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = crate::Result<()>>,
+        Fut: Future<Output = controller::Result<()>>,
     {
         let servers = CancellationToken::new();
         let _stop_servers = servers.clone().drop_guard();
@@ -258,7 +258,7 @@ impl Manager {
     ) -> Result<(), ManagerError>
     where
         F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = crate::Result<()>>,
+        Fut: Future<Output = controller::Result<()>>,
     {
         let le = &self.args.leader_election;
         let identity = default_identity();
@@ -362,8 +362,8 @@ fn pod_namespace() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::FakeApi;
     use clap::{CommandFactory, Parser};
+    use controller::testing::FakeApi;
     use k8s_openapi::api::core::v1::ConfigMap;
     use record::EventType;
 
@@ -404,7 +404,7 @@ mod tests {
 
     /// Records one Event through the pipeline `api` selects and returns the
     /// request the API saw.
-    async fn first_event_write(api: EventsApi) -> crate::testing::ApiAction {
+    async fn first_event_write(api: EventsApi) -> controller::testing::ApiAction {
         let fake = FakeApi::new();
         let (events, recorder) = Events::start(api, &fake.client(), "demo-controller").unwrap();
         let mut cm = ConfigMap::default();

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use controller::ClientArgs;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use manager::ClientArgs;
 use testenv::TestEnv;
 
 /// The HTTP version a GET of /version was answered with.
