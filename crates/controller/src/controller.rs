@@ -43,7 +43,6 @@ use std::time::Duration;
 
 use cache::ResourceEventHandlerRegistration;
 use futures::FutureExt;
-use metrics::ReconcileResult;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -51,6 +50,7 @@ use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
+use crate::metrics::{self, ReconcileResult};
 use crate::sync_handler::{Action, SyncHandler};
 
 /// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event

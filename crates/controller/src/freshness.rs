@@ -91,6 +91,8 @@ use tokio::time::Instant;
 use tracing::{debug, info};
 use workqueue::RateLimitingQueue;
 
+use crate::metrics::{FreshnessResult, observe_freshness};
+
 /// Default for [`Freshness::new`]'s bound: how long a worker waits for its informers
 /// to catch up with the key's last write before it requeues the key instead.
 pub const DEFAULT_FRESHNESS_TIMEOUT: Duration = Duration::from_secs(2);
@@ -442,10 +444,10 @@ impl Freshness {
 fn observe(controller: &str, key: &str, outcome: FreshnessOutcome) {
     let result = match outcome {
         FreshnessOutcome::NothingWritten => return,
-        FreshnessOutcome::Fresh { .. } => metrics::FreshnessResult::Fresh,
-        FreshnessOutcome::Incomparable { .. } => metrics::FreshnessResult::Incomparable,
-        FreshnessOutcome::Stale { .. } => metrics::FreshnessResult::Stale,
+        FreshnessOutcome::Fresh { .. } => FreshnessResult::Fresh,
+        FreshnessOutcome::Incomparable { .. } => FreshnessResult::Incomparable,
+        FreshnessOutcome::Stale { .. } => FreshnessResult::Stale,
     };
-    metrics::observe_freshness(controller, result, outcome.waited());
+    observe_freshness(controller, result, outcome.waited());
     debug!(controller, key, outcome = outcome.as_str(), waited = ?outcome.waited(), "staleness guard");
 }

@@ -30,8 +30,17 @@
 //!   backoff, on by default, each with a switch back to client-go's behaviour.
 //! - [`owner`]: controller owner references (`GetControllerOf`, `IsControlledBy`,
 //!   `NewControllerRef`).
+//! - [`error`]: the loop's [`Error`], and [`ApiError`], the failed API call a sync
+//!   handler returns ("was it a 409?" answered in one place).
+//! - [`metrics`]: the hook the loop reports each sync to (controller-runtime's
+//!   `controller_runtime_reconcile_*`), implemented by the `metrics` crate; off and free
+//!   until an observer is installed.
 //! - [`testing`]: [`FakeApi`](testing::FakeApi), a recording in-process API for unit
 //!   tests of sync handlers (client-go's fake clientset actions).
+//!
+//! What a *binary* needs around its controllers (flags, the API client, logs, signals,
+//! Events, metrics and health servers, leader election) is the `manager` crate; this
+//! one depends only on the `workqueue` and `cache` crates and the Kubernetes types.
 //!
 //! # A whole controller, minus the informer
 //!
@@ -81,6 +90,7 @@ pub mod error;
 pub mod event_priority;
 pub mod freshness;
 pub mod loop_options;
+pub mod metrics;
 pub mod owner;
 pub mod sync_handler;
 pub mod testing;

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `workqueue.SetProvider` + component-base's Prometheus workqueue provider | [`WorkqueueMetrics`] |
 //! | `cache.SetReflectorMetricsProvider` (reflector metrics) | [`ReflectorMetrics`] |
-//! | controller-runtime `controller_runtime_reconcile_*` | [`ReconcileMetrics`], [`observe_reconcile`] |
+//! | controller-runtime `controller_runtime_reconcile_*` | [`ReconcileMetrics`] (the controller loop's `controller::metrics::ReconcileObserver`) |
 //! | `leader_election_master_status` | [`LeaderElectionMetrics`] |
 //! | `metrics.Registry` | [`Registry`] |
 //! | `healthz.Ping`, `AddHealthzCheck`, `AddReadyzCheck` | [`Health`] |
@@ -15,10 +15,10 @@
 //!
 //! # How the pieces meet
 //!
-//! The `workqueue` and `cache` crates know nothing about Prometheus: each has a small
-//! provider trait and a process-wide setter, and does nothing (no cost) until a provider
-//! is installed. The controller loop does the same through [`observe_reconcile`]. A
-//! binary creates one [`Metrics`], installs it, and serves it:
+//! The `workqueue`, `cache` and `controller` crates know nothing about Prometheus: each
+//! has a small provider (or observer) trait and a process-wide setter, and does nothing
+//! (no cost) until one is installed; this crate implements them. A binary creates one
+//! [`Metrics`], installs it, and serves it:
 //!
 //! ```no_run
 //! use tokio_util::sync::CancellationToken;
@@ -78,11 +78,7 @@ pub use bind_address::BindAddress;
 pub use error::{Error, Result};
 pub use health::{Check, Health, ProbeResponse};
 pub use leader_election::LeaderElectionMetrics;
-pub use reconcile::{
-    FreshnessResult, ReconcileMetrics, ReconcileObserver, ReconcileResult,
-    global_reconcile_observer, init_reconcile_metrics, observe_freshness, observe_reconcile,
-    set_global_reconcile_observer,
-};
+pub use reconcile::ReconcileMetrics;
 pub use reflector_metrics::ReflectorMetrics;
 pub use registry::Registry;
 pub use server::{Server, bind_health, bind_metrics, serve_health, serve_metrics};

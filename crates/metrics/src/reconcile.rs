@@ -31,16 +31,19 @@
 //! Neither client-go nor controller-runtime exports these; the names follow the
 //! reconcile families' style.
 //!
-//! # The hook for the controller loop
+//! # The hook in the controller loop
 //!
-//! The controller crate does not know about Prometheus. It calls
-//! [`observe_reconcile`], a no-op until a binary installs an observer with
-//! [`set_global_reconcile_observer`] (or [`ReconcileMetrics::install_global`]); or it
-//! holds an `Arc<dyn ReconcileObserver>` of its own (tests).
+//! The controller crate does not know about Prometheus: it reports to a
+//! `controller::metrics::ReconcileObserver`, a no-op until one is installed
+//! (`controller::metrics::set_global_reconcile_observer`), as the workqueue and the
+//! reflector do with their providers. [`ReconcileMetrics`] is that observer;
+//! [`ReconcileMetrics::install_global`] (or [`Metrics::install_global`](crate::Metrics::install_global))
+//! installs it.
 //!
 //! ```
 //! use std::time::Duration;
-//! use metrics::{ReconcileMetrics, ReconcileObserver, ReconcileResult, Registry};
+//! use controller::metrics::{ReconcileObserver, ReconcileResult};
+//! use metrics::{ReconcileMetrics, Registry};
 //!
 //! let registry = Registry::new();
 //! let reconcile = ReconcileMetrics::new(&registry);
@@ -53,10 +56,13 @@
 //! ```
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use controller::metrics::{
+    FreshnessResult, ReconcileObserver, ReconcileResult, set_global_reconcile_observer,
+};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
@@ -85,106 +91,12 @@ const FRESHNESS_WAIT_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
-/// How a staleness-guard check ended: the `result` label of
-/// `controller_freshness_checks_total`.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum FreshnessResult {
-    /// The caches had caught up with the key's last write: the sync ran.
-    Fresh,
-    /// They had not within the bound: the key was requeued with backoff, unsynced.
-    Stale,
-    /// A version could not be compared: the guard stepped aside, the sync ran.
-    Incomparable,
-}
-
-impl FreshnessResult {
-    /// The label value: `fresh`, `stale` or `incomparable`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FreshnessResult::Fresh => "fresh",
-            FreshnessResult::Stale => "stale",
-            FreshnessResult::Incomparable => "incomparable",
-        }
-    }
-}
-
-impl EncodeLabelValue for FreshnessResult {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), fmt::Error> {
-        EncodeLabelValue::encode(&self.as_str(), encoder)
-    }
-}
-
 /// controller-runtime's `ReconcileTime` buckets (seconds).
 const RECONCILE_TIME_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
 ];
-
-/// How one sync of one key ended: the `result` label.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum ReconcileResult {
-    /// `Ok(Action::Done)`: converged; the key's backoff is reset.
-    Success,
-    /// `Err(_)`: retried with rate-limited backoff.
-    Error,
-    /// `Ok(Action::RequeueAfter(d))`: fine for now, look again after `d`.
-    RequeueAfter,
-    /// The sync handler panicked; the loop caught it and retries like an error.
-    Panic,
-}
-
-impl EncodeLabelValue for ReconcileResult {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), fmt::Error> {
-        EncodeLabelValue::encode(&self.as_str(), encoder)
-    }
-}
-
-impl ReconcileResult {
-    /// Every result, for pre-creating series.
-    pub const ALL: [ReconcileResult; 4] = [
-        ReconcileResult::Success,
-        ReconcileResult::Error,
-        ReconcileResult::RequeueAfter,
-        ReconcileResult::Panic,
-    ];
-
-    /// The label value: `success`, `error`, `requeue_after` or `panic`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReconcileResult::Success => "success",
-            ReconcileResult::Error => "error",
-            ReconcileResult::RequeueAfter => "requeue_after",
-            ReconcileResult::Panic => "panic",
-        }
-    }
-}
-
-impl fmt::Display for ReconcileResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Receives one observation per finished sync. Implemented by [`ReconcileMetrics`];
-/// tests can implement it to record calls.
-pub trait ReconcileObserver: Send + Sync {
-    /// Controller `controller` finished syncing one key with `result` after `duration`.
-    fn observe(&self, controller: &str, result: ReconcileResult, duration: Duration);
-
-    /// Controller `controller` is starting: create its series at zero, so that a
-    /// `rate()` over them works before the first error (controller-runtime does the
-    /// same). The default does nothing.
-    fn init_controller(&self, controller: &str) {
-        let _ = controller;
-    }
-
-    /// Controller `controller`'s staleness guard checked a key that had a write on
-    /// record, with `result`, after waiting `waited`. The default does nothing.
-    fn observe_freshness(&self, controller: &str, result: FreshnessResult, waited: Duration) {
-        let _ = (controller, result, waited);
-    }
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabel {
@@ -194,16 +106,16 @@ struct ControllerLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerResultLabels {
     controller: String,
-    result: ReconcileResult,
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FreshnessLabels {
     controller: String,
-    result: FreshnessResult,
+    result: &'static str,
 }
 
-/// The reconcile metric families; a [`ReconcileObserver`].
+/// The reconcile metric families; the controller loop's [`ReconcileObserver`].
 #[derive(Clone)]
 pub struct ReconcileMetrics {
     total: Family<ControllerResultLabels, Counter>,
@@ -272,8 +184,9 @@ impl ReconcileMetrics {
         metrics
     }
 
-    /// Makes this the process-wide observer behind [`observe_reconcile`]. Only the first
-    /// observer installed counts; `false` means another one was already installed.
+    /// Makes this the process-wide observer the controller loop reports to
+    /// (`controller::metrics::set_global_reconcile_observer`). Only the first observer
+    /// installed counts; `false` means another one was already installed.
     pub fn install_global(&self) -> bool {
         set_global_reconcile_observer(Arc::new(self.clone()))
     }
@@ -287,7 +200,7 @@ impl ReconcileObserver for ReconcileMetrics {
         self.total
             .get_or_create(&ControllerResultLabels {
                 controller: label.controller.clone(),
-                result,
+                result: result.as_str(),
             })
             .inc();
         if matches!(result, ReconcileResult::Error | ReconcileResult::Panic) {
@@ -308,7 +221,7 @@ impl ReconcileObserver for ReconcileMetrics {
         for result in ReconcileResult::ALL {
             let _ = self.total.get_or_create(&ControllerResultLabels {
                 controller: label.controller.clone(),
-                result,
+                result: result.as_str(),
             });
         }
         let _ = self.errors.get_or_create(&label);
@@ -319,7 +232,7 @@ impl ReconcileObserver for ReconcileMetrics {
         self.freshness_checks
             .get_or_create(&FreshnessLabels {
                 controller: controller.to_string(),
-                result,
+                result: result.as_str(),
             })
             .inc();
         self.freshness_wait
@@ -327,43 +240,5 @@ impl ReconcileObserver for ReconcileMetrics {
                 controller: controller.to_string(),
             })
             .observe(waited.as_secs_f64());
-    }
-}
-
-static GLOBAL_OBSERVER: OnceLock<Arc<dyn ReconcileObserver>> = OnceLock::new();
-
-/// Sets the process-wide reconcile observer. Only the first call counts; it returns
-/// `false` if an observer was already set.
-pub fn set_global_reconcile_observer(observer: Arc<dyn ReconcileObserver>) -> bool {
-    GLOBAL_OBSERVER.set(observer).is_ok()
-}
-
-/// The process-wide reconcile observer, if one is installed. A controller can fetch it
-/// once when it is created instead of calling [`observe_reconcile`] every time.
-pub fn global_reconcile_observer() -> Option<Arc<dyn ReconcileObserver>> {
-    GLOBAL_OBSERVER.get().cloned()
-}
-
-/// Reports one finished sync to the process-wide observer; does nothing (one atomic
-/// load) when none is installed. This is the call the controller loop makes.
-pub fn observe_reconcile(controller: &str, result: ReconcileResult, duration: Duration) {
-    if let Some(observer) = GLOBAL_OBSERVER.get() {
-        observer.observe(controller, result, duration);
-    }
-}
-
-/// Reports one staleness-guard check to the process-wide observer (see
-/// [`ReconcileObserver::observe_freshness`]); one atomic load when none is installed.
-pub fn observe_freshness(controller: &str, result: FreshnessResult, waited: Duration) {
-    if let Some(observer) = GLOBAL_OBSERVER.get() {
-        observer.observe_freshness(controller, result, waited);
-    }
-}
-
-/// Creates `controller`'s series at zero in the process-wide observer, if one is
-/// installed; the controller loop calls it once when it starts.
-pub fn init_reconcile_metrics(controller: &str) {
-    if let Some(observer) = GLOBAL_OBSERVER.get() {
-        observer.init_controller(controller);
     }
 }

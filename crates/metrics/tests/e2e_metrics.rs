@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cache::{ApiListerWatcher, EventHandlerFuncs, SharedIndexInformer, meta_namespace_key};
+use controller::metrics::{ReconcileResult, observe_reconcile};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use metrics::testing::{http_get, sample_value};
-use metrics::{
-    BindAddress, Health, Metrics, ReconcileResult, bind_health, bind_metrics, observe_reconcile,
-};
+use metrics::{BindAddress, Health, Metrics, bind_health, bind_metrics};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
 use workqueue::RateLimitingQueue;

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use cache::testing::{ScriptedListerWatcher, api_error, config_map, gone};
 use cache::{DeltaFifo, InformerQueue, Reflector};
+use controller::metrics::{FreshnessResult, ReconcileObserver, ReconcileResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::WatchEvent;
 use metrics::testing::{parse_samples, sample_value};
 use metrics::workqueue_metrics::{MAX_PRIORITY_LABELS, PRIORITY_CARDINALITY_EXCEEDED};
 use metrics::{
-    FreshnessResult, LeaderElectionMetrics, ReconcileMetrics, ReconcileObserver, ReconcileResult,
-    ReflectorMetrics, Registry, WorkqueueMetrics,
+    LeaderElectionMetrics, ReconcileMetrics, ReflectorMetrics, Registry, WorkqueueMetrics,
 };
 use tokio::time::advance;
 use tokio_util::sync::CancellationToken;

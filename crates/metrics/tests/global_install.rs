@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use cache::testing::ScriptedListerWatcher;
 use cache::{DeltaFifo, InformerQueue, Reflector};
+use controller::metrics::{
+    ReconcileResult, global_reconcile_observer, init_reconcile_metrics, observe_reconcile,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
+use metrics::Metrics;
 use metrics::testing::sample_value;
-use metrics::{Metrics, ReconcileResult, init_reconcile_metrics, observe_reconcile};
 use tokio_util::sync::CancellationToken;
 use workqueue::RateLimitingQueue;
 
@@ -17,7 +20,7 @@ use workqueue::RateLimitingQueue;
 async fn installed_providers_feed_one_registry_and_only_the_first_install_counts() {
     // Before anything is installed the hooks are no-ops (and must not panic).
     observe_reconcile("early", ReconcileResult::Success, Duration::from_millis(1));
-    assert!(metrics::global_reconcile_observer().is_none());
+    assert!(global_reconcile_observer().is_none());
 
     let metrics = Metrics::new();
     assert!(metrics.install_global());
@@ -25,7 +28,7 @@ async fn installed_providers_feed_one_registry_and_only_the_first_install_counts
         !Metrics::new().install_global(),
         "a second install is refused"
     );
-    assert!(metrics::global_reconcile_observer().is_some());
+    assert!(global_reconcile_observer().is_some());
 
     // A queue made the usual way, with no provider of its own.
     let queue: RateLimitingQueue<String> = RateLimitingQueue::with_default_rate_limiter("global-q");

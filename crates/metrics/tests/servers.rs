@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use controller::metrics::{ReconcileObserver, ReconcileResult};
 use metrics::testing::{http_get, sample_value};
 use metrics::{
-    BindAddress, Error, Health, Metrics, ReconcileObserver, ReconcileResult, bind_health,
-    bind_metrics, serve_health, serve_metrics,
+    BindAddress, Error, Health, Metrics, bind_health, bind_metrics, serve_health, serve_metrics,
 };
 use tokio_util::sync::CancellationToken;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
