@@ -25,7 +25,6 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::hash::BuildHasher;
-use std::ops::Deref;
 use std::pin::pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -33,6 +32,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::forward::forward_queue_methods;
 use crate::metrics::CounterMetric;
 use crate::queue::{Item, Queue, QueueConfig, Shared};
 use crate::spin_lock::Mutex;
@@ -51,8 +51,8 @@ struct DelayShared<T> {
 
 /// A [`Queue`] plus [`add_after`](Self::add_after): client-go's delaying queue.
 ///
-/// Dereferences to [`Queue`], so `add`, `get`, `done`, `shut_down`, ... work as on the
-/// plain queue; shutting the queue down also stops the timer task, and so does
+/// Has every method of the plain [`Queue`] (`add`, `get`, `done`, `shut_down`, ...,
+/// forwarded to it); shutting the queue down also stops the timer task, and so does
 /// dropping the last handle.
 ///
 /// ```
@@ -88,13 +88,6 @@ impl<T: Item> fmt::Debug for DelayingQueue<T> {
             .field("queue", &self.queue)
             .field("waiting", &self.waiting_len())
             .finish()
-    }
-}
-
-impl<T: Item> Deref for DelayingQueue<T> {
-    type Target = Queue<T>;
-    fn deref(&self) -> &Queue<T> {
-        &self.queue
     }
 }
 
@@ -197,6 +190,8 @@ impl<T: Item> DelayingQueue<T> {
     pub fn queue(&self) -> &Queue<T> {
         &self.queue
     }
+
+    forward_queue_methods!(queue);
 }
 
 /// The one background task: moves due items into the queue, then sleeps until the

@@ -109,6 +109,7 @@ pub mod bucket_rate_limiter;
 pub mod coalescing_rate_limiter;
 mod config;
 pub mod delaying_queue;
+mod forward;
 mod item_map;
 pub mod metrics;
 pub mod priority;

@@ -15,19 +15,19 @@
 //! priority", what a reconcile loop needs to requeue a key the way it got it.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::delaying_queue::DelayingQueue;
+use crate::forward::forward_queue_methods;
 use crate::queue::{Item, QueueConfig};
 use crate::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
 /// A [`DelayingQueue`] plus a [`RateLimiter`]: client-go's rate-limiting queue.
 ///
-/// Dereferences to [`DelayingQueue`] (and through it to [`Queue`](crate::Queue)), so
-/// every method of those works here too. See the [crate docs](crate) for the worker
-/// loop.
+/// Has every method of the [`DelayingQueue`] and the plain [`Queue`](crate::Queue)
+/// (`add`, `get`, `done`, `add_after`, `shut_down`, ..., forwarded to them). See the
+/// [crate docs](crate) for the worker loop.
 pub struct RateLimitingQueue<T: Item> {
     queue: DelayingQueue<T>,
     limiter: Arc<dyn RateLimiter<T>>,
@@ -47,13 +47,6 @@ impl<T: Item> fmt::Debug for RateLimitingQueue<T> {
         f.debug_struct("RateLimitingQueue")
             .field("queue", &self.queue)
             .finish_non_exhaustive()
-    }
-}
-
-impl<T: Item> Deref for RateLimitingQueue<T> {
-    type Target = DelayingQueue<T>;
-    fn deref(&self) -> &DelayingQueue<T> {
-        &self.queue
     }
 }
 
@@ -179,6 +172,49 @@ impl<T: Item> RateLimitingQueue<T> {
     pub fn delaying_queue(&self) -> &DelayingQueue<T> {
         &self.queue
     }
+
+    /// The plain [`Queue`](crate::Queue) underneath both.
+    pub fn queue(&self) -> &crate::Queue<T> {
+        self.queue.queue()
+    }
+
+    /// Adds `item` once `delay` has passed: client-go's `AddAfter`, see
+    /// [`DelayingQueue::add_after`].
+    #[inline]
+    pub fn add_after(&self, item: T, delay: Duration) {
+        self.queue.add_after(item, delay)
+    }
+
+    /// [`add_after`](Self::add_after) for an item held by reference: see
+    /// [`DelayingQueue::add_after_ref`].
+    #[inline]
+    pub fn add_after_ref(&self, item: &T, delay: Duration) {
+        self.queue.add_after_ref(item, delay)
+    }
+
+    /// [`add_after`](Self::add_after) at `priority`: see
+    /// [`DelayingQueue::add_after_with_priority`].
+    #[inline]
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
+        self.queue.add_after_with_priority(item, delay, priority)
+    }
+
+    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
+    /// reference: see [`DelayingQueue::add_after_with_priority_ref`].
+    #[inline]
+    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
+        self.queue
+            .add_after_with_priority_ref(item, delay, priority)
+    }
+
+    /// The number of items waiting for their ready time: see
+    /// [`DelayingQueue::waiting_len`].
+    #[inline]
+    pub fn waiting_len(&self) -> usize {
+        self.queue.waiting_len()
+    }
+
+    forward_queue_methods!(queue);
 }
 
 /// How [`RateLimitingQueue::add_with_opts`] adds an item: controller-runtime's

@@ -292,7 +292,7 @@ async fn add_after_keeps_the_earliest_time_and_the_highest_priority() {
     settle().await;
     assert_eq!(q.len(), 3);
     assert_eq!(q.waiting_len(), 0);
-    assert_eq!(drain(&q), [("b", 7), ("a", 5), ("c", DEFAULT)]);
+    assert_eq!(drain(q.queue()), [("b", 7), ("a", 5), ("c", DEFAULT)]);
 
     advance(Duration::from_secs(1)).await;
     settle().await;
@@ -311,7 +311,7 @@ async fn delayed_items_line_up_by_when_they_became_ready() {
     advance(30 * MS).await;
     settle().await;
     assert_eq!(
-        drain(&q),
+        drain(q.queue()),
         [
             ("high", 10),
             ("now", DEFAULT),
@@ -334,7 +334,7 @@ async fn a_due_item_raises_its_queued_copy() {
     advance(10 * MS).await;
     settle().await;
     assert_eq!(q.len(), 2);
-    assert_eq!(drain(&q), [("a", 5), ("b", DEFAULT)]);
+    assert_eq!(drain(q.queue()), [("a", 5), ("b", DEFAULT)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -355,7 +355,7 @@ async fn rate_limited_adds_with_a_priority() {
     settle().await;
     assert_eq!(start.elapsed(), 10 * MS);
     assert_eq!(
-        drain(&q),
+        drain(q.queue()),
         [("failed", 5), ("other", DEFAULT), ("listed", LOW)]
     );
 }
@@ -377,7 +377,7 @@ async fn add_with_opts_is_controller_runtimes_add_with_opts() {
         ..AddOpts::default()
     };
     q.add_with_opts(&"listed", low);
-    assert_eq!(drain(&q), [("plain", DEFAULT), ("listed", LOW)]);
+    assert_eq!(drain(q.queue()), [("plain", DEFAULT), ("listed", LOW)]);
 
     // After: waits, then at its priority.
     let later = AddOpts {
@@ -433,7 +433,7 @@ async fn a_fifo_queue_hears_every_priority_as_zero() {
     advance(2 * MS).await;
     settle().await;
     assert_eq!(
-        drain(&q),
+        drain(q.queue()),
         [
             ("listed", DEFAULT),
             ("changed", DEFAULT),
