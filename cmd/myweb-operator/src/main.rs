@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use manager::{Manager, ManagerArgs};
-use myweb_operator::{CONTROLLER_NAME, new_controller_with};
+use myweb_operator::{CONTROLLER_NAME, MyWebControllerOptions};
 
 /// The MyWeb operator: serves each MyWeb's page (operator.k8s-summit.org/v1) with a
 /// ConfigMap, an nginx Deployment and a NodePort Service.
@@ -47,13 +47,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .informer_for::<apis::operator::v1::MyWeb>();
         myweb_operator::webhook::register(manager.webhook_server(), all_webs)?;
     }
-    let webs = Arc::new(new_controller_with(
+    let options = MyWebControllerOptions {
+        namespace: cli.manager.run.namespace.clone(),
+        workers: cli.manager.run.workers.into(),
+        loop_options: cli.manager.run.loop_options(),
+    };
+    let webs = Arc::new(myweb_operator::new_controller(
         manager.client().clone(),
         manager.factory(),
-        cli.manager.run.namespace.as_deref(),
         manager.recorder(),
-        cli.manager.run.workers.into(),
-        &cli.manager.run.loop_options(),
+        options,
     ));
     let synced = Arc::clone(&webs);
     manager

@@ -8,11 +8,9 @@
 //! sample-controller --events-api core/v1   # core/v1 Events instead of events.k8s.io/v1
 //! ```
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use clap::Parser;
-use foo_controller::{CONTROLLER_NAME, FooController};
+use foo_controller::{CONTROLLER_NAME, FooControllerOptions};
 use manager::{Manager, ManagerArgs};
 
 /// The Foo controller: keeps a Deployment per Foo (samplecontroller.k8s.io/v1alpha1).
@@ -39,14 +37,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting sample-controller")?;
     // Served only with --webhook-bind-address (deploy/ sets it).
     foo_controller::webhook::register(manager.webhook_server())?;
-    let foos = Arc::new(FooController::with_options(
+    let options = FooControllerOptions {
+        namespace: cli.manager.run.namespace.clone(),
+        loop_options: cli.manager.run.loop_options(),
+    };
+    let foos = foo_controller::new_controller(
         manager.client().clone(),
         manager.factory(),
-        cli.manager.run.namespace.as_deref(),
         manager.recorder(),
-        &cli.manager.run.loop_options(),
-    ));
-    let synced = Arc::clone(&foos);
+        options,
+    );
+    let synced = foos.clone();
     manager
         .health()
         .add_readyz_check("informers-synced", move || synced.has_synced())?;

@@ -19,7 +19,7 @@ use clap::{Parser, ValueEnum};
 use leaderelection::parse_duration;
 use manager::{Manager, ManagerArgs};
 use tracing::info;
-use vm_controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
+use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
 use vm_driver::{Driver, FakeDriver, QemuDriver};
 
 /// Which driver creates the servers.
@@ -102,14 +102,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         namespace: cli.manager.run.namespace.clone(),
         loop_options: cli.manager.run.loop_options(),
     };
-    let vms = Arc::new(VirtualMachineController::new(
+    let vms = vm_controller::new_controller(
         manager.client().clone(),
         manager.factory(),
         manager.recorder(),
         driver,
         options,
-    ));
-    let synced = Arc::clone(&vms);
+    );
+    let synced = vms.clone();
     manager
         .health()
         .add_readyz_check("informers-synced", move || synced.has_synced())?;

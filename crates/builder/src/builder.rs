@@ -300,13 +300,11 @@ where
             .into_iter()
             .map(|register| register(&context))
             .collect();
-        let mut controller = Controller::new(self.name, queue, ReconcilerAdapter::new(reconciler));
-        if let Some(freshness) = self.freshness {
-            controller = controller.with_freshness(freshness);
-        }
+        let controller = Controller::new(self.name, queue, ReconcilerAdapter::new(reconciler))
+            .with_synced(synced)
+            .with_freshness(self.freshness);
         BuiltController {
             controller,
-            synced,
             workers: self.workers,
         }
     }
@@ -329,10 +327,10 @@ fn watch<W: Object>(map: MapFn<W>, predicates: Vec<BoxPredicate>) -> Watch {
 }
 
 /// A controller made by a [`Builder`]: the workspace's sync loop running a
-/// [`Reconciler`], plus the sync checks of its watches.
+/// [`Reconciler`] (waiting for the caches of its watches), and how many workers it
+/// runs (controller-runtime's `MaxConcurrentReconciles`).
 pub struct BuiltController<R> {
     controller: Controller<ReconcilerAdapter<R>>,
-    synced: Vec<InformerSynced>,
     workers: usize,
 }
 
@@ -340,7 +338,6 @@ impl<R: Reconciler> fmt::Debug for BuiltController<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BuiltController")
             .field("name", &self.controller.name())
-            .field("watches", &self.synced.len())
             .field("workers", &self.workers)
             .finish_non_exhaustive()
     }
@@ -375,14 +372,12 @@ impl<R: Reconciler> BuiltController<R> {
     /// Whether every watch's handler has processed its informer's initial list (for a
     /// readiness probe).
     pub fn has_synced(&self) -> bool {
-        self.synced.iter().all(|synced| synced())
+        self.controller.has_synced()
     }
 
     /// Waits for every watch to sync, runs the workers until `cancel` fires, then
     /// drains the queue. See [`Controller::run`].
     pub async fn run(&self, cancel: CancellationToken) -> controller::Result<()> {
-        self.controller
-            .run(self.workers, self.synced.clone(), cancel)
-            .await
+        self.controller.run(self.workers, cancel).await
     }
 }

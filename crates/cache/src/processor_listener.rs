@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use std::sync::mpsc;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::delta_fifo::DeletedObject;
@@ -196,15 +197,41 @@ impl<K> Clone for Notification<K> {
 }
 
 /// Counts a handler's initial-list notifications not yet handled: client-go's
-/// `synctrack.SingleFileTracker`.
+/// `synctrack.SingleFileTracker`, plus a wake-up for whoever waits for the count to
+/// reach zero (client-go polls `HasSynced` instead, or closes a channel in its newer
+/// `HasSyncedChecker`).
 #[derive(Debug, Default)]
 pub(crate) struct SyncTracker {
     pending_initial: AtomicUsize,
+    /// Notified each time the handler catches up with the initial notifications
+    /// queued so far.
+    caught_up: Notify,
 }
 
 impl SyncTracker {
     pub(crate) fn pending(&self) -> usize {
         self.pending_initial.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no initial-list notification is pending. Once the informer has
+    /// synced no more are queued, so from then on this means "the handler has
+    /// processed the whole initial list".
+    pub(crate) async fn wait_caught_up(&self) {
+        loop {
+            // Registered before the look, so a catch-up in between is not missed.
+            let caught_up = self.caught_up.notified();
+            if self.pending() == 0 {
+                return;
+            }
+            caught_up.await;
+        }
+    }
+
+    /// One initial-list notification has been handled.
+    fn handled_initial(&self) {
+        if self.pending_initial.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.caught_up.notify_waiters();
+        }
     }
 }
 
@@ -261,7 +288,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
         {
             self.tracker.pending_initial.fetch_add(1, Ordering::SeqCst);
         }
-        // A send fails only when the task is gone (runtime shutting down).
+        // A send fails only when the handler's thread is gone: it could not be
+        // started (logged in `spawn`); it runs for as long as the listener exists.
         let _ = self.tx.send(notification);
     }
 
@@ -313,7 +341,7 @@ fn run<K: Send + Sync + 'static>(
             tracing::error!(informer = %name, "event handler panicked; the event was skipped");
         }
         if initial {
-            tracker.pending_initial.fetch_sub(1, Ordering::SeqCst);
+            tracker.handled_initial();
         }
     }
 }

@@ -70,6 +70,31 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
         };
         inner.has_synced() && self.tracker.pending() == 0
     }
+
+    /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first
+    /// (a registration whose informer is gone never syncs). Woken by the informer when
+    /// it syncs and by the handler's thread when it has processed the initial list: no
+    /// polling (client-go polls `HasSynced` every 100 ms, or waits on the channel of
+    /// its newer `HasSyncedChecker`).
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
+        let informer_synced = self.informer.upgrade().map(|i| i.synced.subscribe());
+        let synced = async {
+            let Some(mut informer_synced) = informer_synced else {
+                return std::future::pending().await;
+            };
+            // First the informer's initial list (no more initial notifications are
+            // queued after that), then this handler's share of it.
+            if informer_synced.wait_for(|synced| *synced).await.is_err() {
+                return std::future::pending().await; // the informer is gone
+            }
+            self.tracker.wait_caught_up().await;
+            true
+        };
+        tokio::select! {
+            synced = synced => synced,
+            _ = cancel.cancelled() => self.has_synced(),
+        }
+    }
 }
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:

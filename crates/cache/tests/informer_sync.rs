@@ -1,16 +1,21 @@
 //! When an informer counts as synced. The reflector hands a list to the DeltaFIFO
 //! page by page: objects reach the indexer before the last page arrives, yet
 //! `has_synced` waits for the whole list, and a list that fails half-way deletes
-//! nothing. `wait_for_cache_sync` is woken by the FIFO instead of polling. Scripted
-//! source, paused time.
+//! nothing. `wait_for_cache_sync` is woken by the FIFO instead of polling, and a
+//! registration's by its handler's thread. Scripted source, paused time (real time
+//! where a handler thread is waited for).
 
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cache::ListPage;
 use cache::testing::{ScriptedListerWatcher, config_map as cm};
+use cache::{EventHandler, ListPage};
+use k8s_openapi::api::core::v1::ConfigMap;
+use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{eventually, start};
+use common::{eventually, new_informer, start};
 
 #[tokio::test(start_paused = true)]
 async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
@@ -72,4 +77,72 @@ async fn wait_for_cache_sync_wakes_when_the_last_object_is_cached() {
     r.stop().await;
     // A wait on a cancelled token returns at once with the current state.
     assert!(informer.wait_for_cache_sync(&stop).await);
+}
+
+/// A handler that takes one token per add before returning: the test decides when
+/// it has processed the initial list.
+struct Gated(Mutex<mpsc::Receiver<()>>);
+
+impl EventHandler<ConfigMap> for Gated {
+    fn on_add(&self, _obj: &Arc<ConfigMap>, _initial: bool) {
+        let _ = self.0.lock().expect("gate").recv();
+    }
+}
+
+#[tokio::test]
+async fn a_registration_syncs_when_its_handler_has_processed_the_initial_list() {
+    let lw = Arc::new(ScriptedListerWatcher::new());
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "10");
+    let informer = new_informer("configmaps", lw, Duration::ZERO);
+    let (tokens, gate) = mpsc::channel();
+    let registration = informer.add_event_handler(Gated(Mutex::new(gate)));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (informer, stop) = (informer.clone(), stop.clone());
+        async move { informer.run(stop).await }
+    });
+
+    // The cache is full, but the handler is stuck on its first add.
+    assert!(informer.wait_for_cache_sync(&stop).await);
+    assert!(!registration.has_synced());
+    let waited = tokio::time::timeout(
+        Duration::from_millis(50),
+        registration.wait_for_cache_sync(&stop),
+    )
+    .await;
+    assert!(waited.is_err(), "synced before the handler saw the list");
+
+    // Let it through both adds: the handler's thread wakes the wait.
+    tokens.send(()).unwrap();
+    tokens.send(()).unwrap();
+    let synced = tokio::time::timeout(
+        Duration::from_secs(10),
+        registration.wait_for_cache_sync(&stop),
+    )
+    .await;
+    assert_eq!(synced, Ok(true));
+    assert!(registration.has_synced());
+
+    stop.cancel();
+    run.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_registration_of_an_informer_that_never_runs_waits_until_cancelled() {
+    let informer = new_informer(
+        "configmaps",
+        Arc::new(ScriptedListerWatcher::<ConfigMap>::new()),
+        Duration::ZERO,
+    );
+    let registration = informer.add_event_handler(Gated(Mutex::new(mpsc::channel().1)));
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            stop.cancel();
+        }
+    });
+    assert!(!registration.wait_for_cache_sync(&stop).await);
+    assert!(stop.is_cancelled(), "returned only once cancelled");
 }

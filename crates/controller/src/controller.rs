@@ -4,9 +4,10 @@
 //! Read it top to bottom; it is the whole of "how a controller works" once the
 //! informers are feeding keys into the queue:
 //!
-//! 1. [`Controller::run`] waits until every informer cache has synced. Syncing against
-//!    a half-filled cache would make the controller believe objects are missing and
-//!    create duplicates, so no worker starts before then.
+//! 1. [`Controller::run`] waits until every informer cache it was given
+//!    ([`with_synced`](Controller::with_synced)) has synced. Syncing against a
+//!    half-filled cache would make the controller believe objects are missing and
+//!    create duplicates, so no worker starts before then (see [`crate::informer_synced`]).
 //! 2. It starts `workers` workers (client-go's "threadiness"). Each one loops on
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
@@ -41,7 +42,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cache::ResourceEventHandlerRegistration;
 use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -50,59 +50,21 @@ use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
+use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics::{self, ReconcileResult};
 use crate::sync_handler::{Action, SyncHandler};
-
-/// client-go's `cache.InformerSynced`: a cheap check that an informer (or one event
-/// handler registration) has delivered its initial list.
-pub type InformerSynced = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// The [`InformerSynced`] of one event handler registration: true once its informer
-/// listed *and* the handler processed that list, so a controller's first sync sees
-/// every object that existed at start (client-go's `registration.HasSynced`).
-pub fn registration_synced<K>(registration: ResourceEventHandlerRegistration<K>) -> InformerSynced
-where
-    K: kube::Resource + Send + Sync + 'static,
-{
-    Arc::new(move || registration.has_synced())
-}
-
-/// How often [`wait_for_cache_sync`] looks at the sync checks (client-go polls every
-/// 100 ms too).
-pub const CACHE_SYNC_POLL_PERIOD: Duration = Duration::from_millis(100);
 
 /// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
 /// finish their API calls, shorter than the kubelet's default 30 s grace period so the
 /// rest of a graceful shutdown (releasing a leader lease) still fits.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Waits until every check returns true (`true`), or until `cancel` fires (`false`):
-/// client-go's `cache.WaitForNamedCacheSync`.
-pub async fn wait_for_cache_sync(
-    controller_name: &str,
-    cancel: &CancellationToken,
-    synced: &[InformerSynced],
-) -> bool {
-    info!(controller = controller_name, "waiting for caches to sync");
-    loop {
-        if synced.iter().all(|is_synced| is_synced()) {
-            info!(controller = controller_name, "caches are synced");
-            return true;
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => {
-                warn!(controller = controller_name, "unable to sync caches: cancelled");
-                return false;
-            }
-            _ = tokio::time::sleep(CACHE_SYNC_POLL_PERIOD) => {}
-        }
-    }
-}
-
 /// The worker loop around a [`SyncHandler`]: client-go's controller `Run`.
 ///
-/// Cheap to clone (the queue and handler are shared). Event handlers add keys to
-/// [`queue`](Self::queue); [`run`](Self::run) turns them into syncs.
+/// Cheap to clone (the queue, handler and sync checks are shared). Event handlers add
+/// keys to [`queue`](Self::queue); [`run`](Self::run) waits for the informers the
+/// controller was given ([`with_synced`](Self::with_synced)), then turns the keys into
+/// syncs.
 ///
 /// ```
 /// use controller::{Action, Controller, SyncHandler};
@@ -130,13 +92,14 @@ pub async fn wait_for_cache_sync(
 ///     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 ///     stop.cancel(); // SIGTERM, in a real binary
 /// });
-/// controller.run(2, Vec::new(), cancel).await.unwrap();
+/// controller.run(2, cancel).await.unwrap(); // no informers to wait for here
 /// # }
 /// ```
 pub struct Controller<H> {
     name: Arc<str>,
     queue: RateLimitingQueue<String>,
     handler: Arc<H>,
+    synced: Arc<[InformerSynced]>,
     drain_timeout: Duration,
     freshness: Option<Freshness>,
 }
@@ -147,6 +110,7 @@ impl<H> Clone for Controller<H> {
             name: Arc::clone(&self.name),
             queue: self.queue.clone(),
             handler: Arc::clone(&self.handler),
+            synced: Arc::clone(&self.synced),
             drain_timeout: self.drain_timeout,
             freshness: self.freshness.clone(),
         }
@@ -158,6 +122,7 @@ impl<H> fmt::Debug for Controller<H> {
         f.debug_struct("Controller")
             .field("name", &self.name)
             .field("queue_len", &self.queue.len())
+            .field("informers", &self.synced.len())
             .field("drain_timeout", &self.drain_timeout)
             .field("freshness", &self.freshness)
             .finish_non_exhaustive()
@@ -172,16 +137,30 @@ impl<H: SyncHandler> Controller<H> {
             name: name.into().into(),
             queue,
             handler: Arc::new(handler),
+            synced: Arc::new([]),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             freshness: None,
         }
     }
 
+    /// The caches [`run`](Self::run) waits for before any worker starts: one
+    /// [`InformerSynced`] per event handler that feeds the queue
+    /// ([`registration_synced`](crate::registration_synced)), as sample-controller's
+    /// `Controller` keeps `foosSynced` and `deploymentsSynced`. Replaces any given
+    /// before.
+    pub fn with_synced(mut self, synced: Vec<InformerSynced>) -> Self {
+        self.synced = synced.into();
+        self
+    }
+
     /// Guards every sync with `freshness`: a key whose last sync recorded a write
     /// ([`Freshness::wrote`]) is synced again only once the informers have seen that
     /// write (see [`crate::freshness`]). Give the handler a clone of the same guard.
-    pub fn with_freshness(mut self, freshness: Freshness) -> Self {
-        self.freshness = Some(freshness);
+    /// `None` (the default) leaves the loop unguarded, as
+    /// [`LoopOptions::freshness`](crate::LoopOptions::freshness) returns it when the
+    /// guard is off.
+    pub fn with_freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
         self
     }
 
@@ -208,20 +187,22 @@ impl<H: SyncHandler> Controller<H> {
         &self.handler
     }
 
-    /// Runs the controller until `cancel` fires: waits for `synced`, starts `workers`
-    /// workers, and on cancellation drains the queue (see the [module docs](self)).
+    /// Whether every informer the controller waits for has delivered its initial list
+    /// to its handler (for a readiness probe: "could take over").
+    pub fn has_synced(&self) -> bool {
+        self.synced.iter().all(InformerSynced::has_synced)
+    }
+
+    /// Runs the controller until `cancel` fires (sample-controller's `Run(ctx,
+    /// workers)`): waits for its informers' caches, starts `workers` workers, and on
+    /// cancellation drains the queue (see the [module docs](self)).
     ///
     /// Returns [`Error::CachesNotSynced`] if cancelled before the caches synced (no
     /// worker ran), otherwise `Ok` once the workers have stopped. `workers` of 0 is
     /// treated as 1.
-    pub async fn run(
-        &self,
-        workers: usize,
-        synced: Vec<InformerSynced>,
-        cancel: CancellationToken,
-    ) -> Result<()> {
+    pub async fn run(&self, workers: usize, cancel: CancellationToken) -> Result<()> {
         info!(controller = %self.name, "starting controller");
-        if !wait_for_cache_sync(&self.name, &cancel, &synced).await {
+        if !wait_for_cache_sync(&self.name, &cancel, &self.synced).await {
             self.queue.shut_down();
             return Err(Error::CachesNotSynced {
                 controller: self.name.to_string(),

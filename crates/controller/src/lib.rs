@@ -22,6 +22,8 @@
 //! - [`sync_handler`]: the [`SyncHandler`] trait and [`Action`] (done, or requeue after
 //!   a duration), with the rules a handler must follow.
 //! - [`controller`]: the loop itself, narrated step by step.
+//! - [`informer_synced`]: "have the caches been filled?" ([`InformerSynced`],
+//!   [`wait_for_cache_sync`]): no worker starts before they have.
 //! - [`freshness`]: the staleness guard - a key's next sync waits until the informers
 //!   have seen its last write (client-go 1.36, KEP-5647).
 //! - [`event_priority`]: initial-list and resync events at low priority
@@ -73,7 +75,7 @@
 //! let cancel = CancellationToken::new();
 //! let run = tokio::spawn({
 //!     let (controller, cancel) = (controller.clone(), cancel.clone());
-//!     async move { controller.run(1, Vec::new(), cancel).await }
+//!     async move { controller.run(1, cancel).await }
 //! });
 //! // The first sync fails; the retry comes 5 ms later and succeeds.
 //! while controller.handler().calls.load(Ordering::SeqCst) < 2 {
@@ -89,18 +91,17 @@ pub mod controller;
 pub mod error;
 pub mod event_priority;
 pub mod freshness;
+pub mod informer_synced;
 pub mod loop_options;
 pub mod metrics;
 pub mod owner;
 pub mod sync_handler;
 pub mod testing;
 
-pub use controller::{
-    CACHE_SYNC_POLL_PERIOD, Controller, DEFAULT_DRAIN_TIMEOUT, InformerSynced, registration_synced,
-    wait_for_cache_sync,
-};
+pub use controller::{Controller, DEFAULT_DRAIN_TIMEOUT};
 pub use error::{ApiError, Error, Result};
 pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
+pub use informer_synced::{InformerSynced, registration_synced, wait_for_cache_sync};
 pub use loop_options::{Backoff, LoopOptions};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
 pub use sync_handler::{Action, SyncHandler};

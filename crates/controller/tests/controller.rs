@@ -2,7 +2,6 @@
 //! RequeueAfter and panic recovery), on paused Tokio time so every delay is exact.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -105,11 +104,11 @@ fn start(
     tokio::task::JoinHandle<controller::Result<()>>,
 ) {
     let queue = RateLimitingQueue::with_default_rate_limiter("test");
-    let controller = Controller::new("test", queue, handler);
+    let controller = Controller::new("test", queue, handler).with_synced(synced);
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (c, cancel) = (controller.clone(), cancel.clone());
-        async move { c.run(workers, synced, cancel).await }
+        async move { c.run(workers, cancel).await }
     });
     (controller, cancel, run)
 }
@@ -242,11 +241,8 @@ async fn workers_run_keys_in_parallel_but_never_one_key_twice() {
 
 #[tokio::test(start_paused = true)]
 async fn no_worker_starts_before_the_caches_sync() {
-    let synced = Arc::new(AtomicUsize::new(0));
-    let check: InformerSynced = {
-        let synced = Arc::clone(&synced);
-        Arc::new(move || synced.load(Ordering::SeqCst) == 1)
-    };
+    let (synced, flag) = tokio::sync::watch::channel(false);
+    let check = InformerSynced::from_watch(flag);
     let (c, cancel, run) = start(Scripted::default(), 2, vec![check]);
     c.queue().add(key("ns/a"));
     advance(Duration::from_secs(5)).await;
@@ -254,8 +250,16 @@ async fn no_worker_starts_before_the_caches_sync() {
         c.handler().calls.lock().is_empty(),
         "cache not synced: nothing may run"
     );
-    synced.store(1, Ordering::SeqCst);
-    advance(Duration::from_millis(150)).await;
+    assert!(!c.has_synced());
+    synced.send_replace(true);
+    // Woken, not polled: the sync follows at once, without the clock moving.
+    for _ in 0..100 {
+        if !c.handler().calls.lock().is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(c.has_synced());
     assert_eq!(c.handler().calls_for("ns/a").len(), 1);
     cancel.cancel();
     run.await.unwrap().unwrap();
@@ -263,7 +267,8 @@ async fn no_worker_starts_before_the_caches_sync() {
 
 #[tokio::test(start_paused = true)]
 async fn cancelled_before_sync_is_an_error_and_runs_nothing() {
-    let never: InformerSynced = Arc::new(|| false);
+    let (_never_set, flag) = tokio::sync::watch::channel(false);
+    let never = InformerSynced::from_watch(flag);
     let (c, cancel, run) = start(Scripted::default(), 2, vec![never]);
     c.queue().add(key("ns/a"));
     advance(Duration::from_secs(1)).await;
@@ -313,7 +318,7 @@ async fn a_hung_sync_cannot_hold_shutdown_past_the_drain_timeout() {
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (c, cancel) = (c.clone(), cancel.clone());
-        async move { c.run(1, Vec::new(), cancel).await }
+        async move { c.run(1, cancel).await }
     });
     c.queue().add(key("ns/hung"));
     advance(Duration::from_secs(1)).await;

@@ -82,7 +82,7 @@ async fn setup(timeout: Duration, queue_kind: QueueKind) -> Setup {
     };
     let queue = RateLimitingQueue::with_default_rate_limiter("freshness-test");
     let controller =
-        Controller::new("freshness-test", queue.clone(), writer).with_freshness(freshness);
+        Controller::new("freshness-test", queue.clone(), writer).with_freshness(Some(freshness));
     let writer = controller.handler().clone();
     tokio::spawn(async move { controller.run_worker().await });
     Setup {

@@ -1,14 +1,17 @@
 //! Wiring: informers -> handlers -> queue -> workers -> [`FooSyncer`]. sample-controller's
-//! `NewController` and `Run`.
+//! `NewController`.
+//!
+//! What comes out is the workspace's generic loop, [`controller::Controller`], running
+//! a [`FooSyncer`] ([`FooController`]): it already keeps the queue and the
+//! "caches synced" checks and has sample-controller's `Run(ctx, workers)`, so this
+//! file only builds it.
 
 use apis::samplecontroller::v1alpha1::Foo;
 use cache::{InformerOptions, SharedInformerFactory};
-use controller::{Controller, InformerSynced, LoopOptions, registration_synced};
+use controller::{Controller, LoopOptions, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use record::EventRecorder;
-use tokio_util::sync::CancellationToken;
-use workqueue::RateLimitingQueue;
 
 use crate::handlers::{DeploymentHandler, FooHandler};
 use crate::sync::FooSyncer;
@@ -17,130 +20,77 @@ use crate::sync::FooSyncer;
 /// source component.
 pub const CONTROLLER_NAME: &str = "sample-controller";
 
-/// The Foo controller, assembled: sample-controller's `Controller`.
-///
-/// [`new`](Self::new) asks the factory for the Foo and Deployment informers (shared
-/// with any other controller in the process) and registers the handlers;
-/// [`run`](Self::run) waits for both handlers to have seen the initial lists, then runs
-/// the workers. Start the factory (`factory.start(&cancel)`) after `new`, before or
-/// after `run`.
-pub struct FooController {
-    controller: Controller<FooSyncer>,
-    synced: Vec<InformerSynced>,
+/// The Foo controller, assembled: sample-controller's `Controller`. Run it with
+/// [`Controller::run`]`(workers, cancel)`; [`Controller::has_synced`] is its
+/// readiness.
+pub type FooController = Controller<FooSyncer>;
+
+/// How the Foo controller is set up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FooControllerOptions {
+    /// Watch only this namespace (`None`: every namespace): Foos and Deployments
+    /// elsewhere are invisible to this controller.
+    pub namespace: Option<String>,
+    /// The loop's staleness guard, queue order and backoff (every fix on by
+    /// default; the binary's flags choose).
+    pub loop_options: LoopOptions,
 }
 
-impl FooController {
-    /// Builds the controller on `factory`'s informers for every namespace, writing
-    /// through `client` and reporting through `recorder`.
-    pub fn new(
-        client: kube::Client,
-        factory: &SharedInformerFactory,
-        recorder: EventRecorder,
-    ) -> Self {
-        Self::for_namespace(client, factory, None, recorder)
-    }
-
-    /// Like [`new`](Self::new), but watching only `namespace` when it is `Some`: Foos
-    /// and Deployments elsewhere are invisible to this controller.
-    pub fn for_namespace(
-        client: kube::Client,
-        factory: &SharedInformerFactory,
-        namespace: Option<&str>,
-        recorder: EventRecorder,
-    ) -> Self {
-        Self::with_options(
-            client,
-            factory,
-            namespace,
-            recorder,
-            &LoopOptions::default(),
-        )
-    }
-
-    /// Like [`for_namespace`](Self::for_namespace), with the loop's staleness guard,
-    /// queue order and backoff chosen by `options` (the binary's flags).
-    pub fn with_options(
-        client: kube::Client,
-        factory: &SharedInformerFactory,
-        namespace: Option<&str>,
-        recorder: EventRecorder,
-        options: &LoopOptions,
-    ) -> Self {
-        let (foo_informer, deployment_informer) = match namespace {
-            None => (
-                factory.informer_for::<Foo>(),
-                factory.informer_for::<Deployment>(),
+/// Builds the Foo controller on `factory`'s Foo and Deployment informers (shared with
+/// any other controller in the process), writing through `client` and reporting
+/// through `recorder`: sample-controller's `NewController`. Start the factory
+/// (`factory.start(&cancel)`) after this, before or after running the controller.
+pub fn new_controller(
+    client: kube::Client,
+    factory: &SharedInformerFactory,
+    recorder: EventRecorder,
+    options: FooControllerOptions,
+) -> FooController {
+    let (foo_informer, deployment_informer) = match options.namespace.as_deref() {
+        None => (
+            factory.informer_for::<Foo>(),
+            factory.informer_for::<Deployment>(),
+        ),
+        Some(ns) => (
+            factory.informer_for_api(
+                Api::namespaced(client.clone(), ns),
+                InformerOptions::default(),
             ),
-            Some(ns) => (
-                factory.informer_for_api(
-                    Api::namespaced(client.clone(), ns),
-                    InformerOptions::default(),
-                ),
-                factory.informer_for_api(
-                    Api::namespaced(client.clone(), ns),
-                    InformerOptions::default(),
-                ),
+            factory.informer_for_api(
+                Api::namespaced(client.clone(), ns),
+                InformerOptions::default(),
             ),
-        };
+        ),
+    };
 
-        // The queue is named so that its metrics (depth, adds, latency...) carry the
-        // controller's name, as client-go's NewNamedRateLimitingQueue does.
-        let queue = options.new_queue(CONTROLLER_NAME);
-        // The staleness guard follows both informers: the sync writes Deployments
-        // and Foo statuses.
-        let freshness = options.freshness();
-        if let Some(freshness) = &freshness {
-            freshness.track(&foo_informer);
-            freshness.track(&deployment_informer);
-        }
-
-        let foo_registration = foo_informer.add_event_handler(FooHandler::new(queue.clone()));
-        let deployment_registration = deployment_informer
-            .add_event_handler(DeploymentHandler::new(queue.clone(), foo_informer.lister()));
-
-        let syncer = FooSyncer::new(
-            client,
-            foo_informer.lister(),
-            deployment_informer.lister(),
-            recorder,
-        )
-        .with_freshness(freshness.clone());
-        let mut controller = Controller::new(CONTROLLER_NAME, queue, syncer);
-        if let Some(freshness) = freshness {
-            controller = controller.with_freshness(freshness);
-        }
-        Self {
-            controller,
-            // Synced = the informer listed AND our handler has processed that list, so
-            // the first sync sees every Foo and Deployment that existed at start.
-            synced: vec![
-                registration_synced(foo_registration),
-                registration_synced(deployment_registration),
-            ],
-        }
+    // The queue is named so that its metrics (depth, adds, latency...) carry the
+    // controller's name, as client-go's NewNamedRateLimitingQueue does.
+    let queue = options.loop_options.new_queue(CONTROLLER_NAME);
+    // The staleness guard follows both informers: the sync writes Deployments and
+    // Foo statuses.
+    let freshness = options.loop_options.freshness();
+    if let Some(freshness) = &freshness {
+        freshness.track(&foo_informer);
+        freshness.track(&deployment_informer);
     }
 
-    /// The work queue (for metrics and tests).
-    pub fn queue(&self) -> &RateLimitingQueue<String> {
-        self.controller.queue()
-    }
+    let foo_registration = foo_informer.add_event_handler(FooHandler::new(queue.clone()));
+    let deployment_registration = deployment_informer
+        .add_event_handler(DeploymentHandler::new(queue.clone(), foo_informer.lister()));
 
-    /// The generic loop this controller runs on.
-    pub fn controller(&self) -> &Controller<FooSyncer> {
-        &self.controller
-    }
-
-    /// A check that both event handlers have processed their informer's initial list
-    /// (for a readiness probe).
-    pub fn has_synced(&self) -> bool {
-        self.synced.iter().all(|synced| synced())
-    }
-
-    /// Runs `workers` workers until `cancel` fires, then drains the queue. See
-    /// [`Controller::run`].
-    pub async fn run(&self, workers: usize, cancel: CancellationToken) -> controller::Result<()> {
-        self.controller
-            .run(workers, self.synced.clone(), cancel)
-            .await
-    }
+    let syncer = FooSyncer::new(
+        client,
+        foo_informer.lister(),
+        deployment_informer.lister(),
+        recorder,
+    )
+    .with_freshness(freshness.clone());
+    Controller::new(CONTROLLER_NAME, queue, syncer)
+        // Synced = the informer listed AND our handler has processed that list, so the
+        // first sync sees every Foo and Deployment that existed at start.
+        .with_synced(vec![
+            registration_synced(foo_registration),
+            registration_synced(deployment_registration),
+        ])
+        .with_freshness(freshness)
 }

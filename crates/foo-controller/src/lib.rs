@@ -8,7 +8,7 @@
 //!
 //! | sample-controller (Go) | here |
 //! |---|---|
-//! | `NewController`: informers, handlers, queue | [`FooController::new`] ([`controller`](mod@controller)) |
+//! | `NewController`: informers, handlers, queue | [`new_controller`] ([`controller`](mod@controller)) |
 //! | `enqueueFoo`, `handleObject` | [`handlers`] |
 //! | `Run`, `runWorker`, `processNextWorkItem` | the `controller` crate's `Controller` |
 //! | `syncHandler` | [`sync`] ([`FooSyncer`]) |
@@ -25,7 +25,7 @@ pub mod handlers;
 pub mod sync;
 pub mod webhook;
 
-pub use controller::{CONTROLLER_NAME, FooController};
+pub use controller::{CONTROLLER_NAME, FooController, FooControllerOptions, new_controller};
 pub use deployment::{NGINX_IMAGE, new_deployment};
 pub use error::{Error, Result};
 pub use handlers::{DeploymentHandler, FooHandler};

@@ -16,9 +16,32 @@ use crate::reconcile::{Listers, MyWebReconciler};
 /// The MyWeb operator's controller, as the builder makes it.
 pub type MyWebController = BuiltController<MyWebReconciler>;
 
+/// How the MyWeb controller is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MyWebControllerOptions {
+    /// Watch only this namespace (`None`: every namespace).
+    pub namespace: Option<String>,
+    /// How many MyWebs are reconciled at once (controller-runtime's
+    /// `MaxConcurrentReconciles`); default 1.
+    pub workers: usize,
+    /// The loop's staleness guard, queue order and backoff (every fix on by
+    /// default; the binary's flags choose).
+    pub loop_options: LoopOptions,
+}
+
+impl Default for MyWebControllerOptions {
+    fn default() -> Self {
+        Self {
+            namespace: None,
+            workers: 1,
+            loop_options: LoopOptions::default(),
+        }
+    }
+}
+
 /// Builds the MyWeb controller on `factory`'s informers (shared with every other
-/// controller in the process), watching `namespace` (`None`: all), with `workers`
-/// workers. Start the factory after this, then [`run`](BuiltController::run) it.
+/// controller in the process), writing through `client` and reporting through
+/// `recorder`. Start the factory after this, then [`run`](BuiltController::run) it.
 ///
 /// ```text
 /// For(&MyWeb{}).Owns(&ConfigMap{}).Owns(&Deployment{}).Owns(&Service{}).Complete(r)
@@ -26,42 +49,21 @@ pub type MyWebController = BuiltController<MyWebReconciler>;
 pub fn new_controller(
     client: kube::Client,
     factory: &SharedInformerFactory,
-    namespace: Option<&str>,
     recorder: EventRecorder,
-    workers: usize,
-) -> MyWebController {
-    new_controller_with(
-        client,
-        factory,
-        namespace,
-        recorder,
-        workers,
-        &LoopOptions::default(),
-    )
-}
-
-/// [`new_controller`], with the loop's staleness guard, queue order and backoff
-/// chosen by `options` (the binary's flags).
-pub fn new_controller_with(
-    client: kube::Client,
-    factory: &SharedInformerFactory,
-    namespace: Option<&str>,
-    recorder: EventRecorder,
-    workers: usize,
-    options: &LoopOptions,
+    options: MyWebControllerOptions,
 ) -> MyWebController {
     // The staleness guard follows every watched kind: the reconciler applies the
     // ConfigMap, Deployment and Service and writes the MyWeb's status.
-    let freshness = options.freshness();
+    let freshness = options.loop_options.freshness();
     let builder = Builder::new(CONTROLLER_NAME, client.clone(), factory)
-        .namespace(namespace)
-        .loop_options(*options)
+        .namespace(options.namespace.as_deref())
+        .loop_options(options.loop_options)
         .freshness(freshness.clone())
         .for_::<MyWeb>()
         .owns::<ConfigMap>()
         .owns::<Deployment>()
         .owns::<Service>()
-        .workers(workers);
+        .workers(options.workers);
     // The reconciler reads the caches the watches above fill.
     let listers = Listers {
         webs: builder.lister(),

@@ -27,7 +27,7 @@ pub mod reconcile;
 pub mod status;
 pub mod webhook;
 
-pub use controller::{MyWebController, new_controller, new_controller_with};
+pub use controller::{MyWebController, MyWebControllerOptions, new_controller};
 pub use error::{Error, Result};
 pub use reconcile::{Listers, MyWebReconciler};
 

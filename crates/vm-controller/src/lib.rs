@@ -31,7 +31,7 @@
 //!
 //! | controller101 (Go) | here |
 //! |---|---|
-//! | `controller.New`: informer, handlers, queue | [`VirtualMachineController::new`] ([`controller`](mod@controller)) |
+//! | `controller.New`: informer, handlers, queue | [`new_controller`] ([`controller`](mod@controller)) |
 //! | `enqueue` on add/update | [`handlers`] |
 //! | `Run`, `runWorker`, `processNextWorkItem` | the `controller` crate's `Controller` |
 //! | `syncHandler` and its phase functions | [`sync`] ([`VirtualMachineSyncer`]), [`status`], [`finalizer`] |
@@ -51,14 +51,14 @@
 //! use cache::SharedInformerFactory;
 //! use record::{BroadcasterOptions, EventBroadcaster};
 //! use tokio_util::sync::CancellationToken;
-//! use vm_controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
+//! use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions, new_controller};
 //!
 //! # async fn run(client: kube::Client) -> anyhow::Result<()> {
 //! let factory = SharedInformerFactory::new(client.clone(), std::time::Duration::ZERO);
 //! let events = EventBroadcaster::new(BroadcasterOptions::default());
 //! events.start_recording_to_sink(client.clone())?;
 //! let recorder = events.new_recorder(CONTROLLER_NAME, "my-host");
-//! let vms = VirtualMachineController::new(
+//! let vms = new_controller(
 //!     client,
 //!     &factory,
 //!     recorder,
@@ -80,7 +80,9 @@ pub mod status;
 pub mod sync;
 pub mod webhook;
 
-pub use controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
+pub use controller::{
+    CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions, new_controller,
+};
 pub use error::{Error, Result};
 pub use finalizer::{FINALIZER, has_finalizer};
 pub use handlers::VirtualMachineHandler;

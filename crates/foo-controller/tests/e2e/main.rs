@@ -14,7 +14,7 @@ use std::time::Duration;
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use cache::SharedInformerFactory;
 use controller::LoopOptions;
-use foo_controller::{CONTROLLER_NAME, FooController};
+use foo_controller::{CONTROLLER_NAME, FooControllerOptions};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, PostParams};
@@ -55,8 +55,11 @@ impl RunningController {
             .start_recording_to_sink(client.clone())
             .expect("start the event broadcaster");
         let recorder = events.new_recorder(CONTROLLER_NAME, "e2e");
-        let controller =
-            FooController::with_options(client, &factory, Some(namespace), recorder, options);
+        let options = FooControllerOptions {
+            namespace: Some(namespace.to_string()),
+            loop_options: *options,
+        };
+        let controller = foo_controller::new_controller(client, &factory, recorder, options);
         factory.start(&cancel);
         let task = tokio::spawn({
             let cancel = cancel.clone();

@@ -33,7 +33,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use myweb_operator::{CONTROLLER_NAME, MyWebController};
+use myweb_operator::{CONTROLLER_NAME, MyWebController, MyWebControllerOptions};
 use record::{BroadcasterOptions, EventBroadcaster};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
@@ -104,12 +104,13 @@ impl RunningOperator {
             .start_recording_to_sink(client.clone())
             .expect("start the event broadcaster");
         let recorder = events.new_recorder(CONTROLLER_NAME, "e2e");
+        let options = MyWebControllerOptions {
+            namespace: Some(namespace.to_string()),
+            workers: 2,
+            ..MyWebControllerOptions::default()
+        };
         let controller = Arc::new(myweb_operator::new_controller(
-            client,
-            &factory,
-            Some(namespace),
-            recorder,
-            2,
+            client, &factory, recorder, options,
         ));
         factory.start(&cancel);
         let task = tokio::spawn({

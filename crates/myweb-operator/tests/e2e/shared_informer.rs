@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
-use foo_controller::FooController;
+use foo_controller::FooControllerOptions;
 use k8s_openapi::api::apps::v1::Deployment;
+use myweb_operator::MyWebControllerOptions;
 use testenv::TestEnv;
 
 use super::*;
@@ -105,15 +106,21 @@ async fn the_operator_and_the_foo_controller_share_one_deployment_watch() -> any
     let web_controller = Arc::new(myweb_operator::new_controller(
         client.clone(),
         &factory,
-        Some(ns),
         events.new_recorder(CONTROLLER_NAME, "e2e"),
-        2,
+        MyWebControllerOptions {
+            namespace: Some(ns.to_string()),
+            workers: 2,
+            ..MyWebControllerOptions::default()
+        },
     ));
-    let foo_controller = Arc::new(FooController::for_namespace(
+    let foo_controller = Arc::new(foo_controller::new_controller(
         client.clone(),
         &factory,
-        Some(ns),
         events.new_recorder(foo_controller::CONTROLLER_NAME, "e2e"),
+        FooControllerOptions {
+            namespace: Some(ns.to_string()),
+            ..FooControllerOptions::default()
+        },
     ));
     factory.start(&cancel);
     let web_task = tokio::spawn({

@@ -20,7 +20,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
-use vm_controller::{CONTROLLER_NAME, VirtualMachineController, VirtualMachineControllerOptions};
+use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
 use vm_driver::Driver;
 
 /// Generous: a loaded 2-core CI machine runs several test binaries at once.
@@ -60,7 +60,7 @@ impl RunningController {
             namespace: Some(namespace.to_string()),
             ..Default::default()
         };
-        let controller = VirtualMachineController::new(client, &factory, recorder, driver, options);
+        let controller = vm_controller::new_controller(client, &factory, recorder, driver, options);
         factory.start(&cancel);
         let task = tokio::spawn({
             let cancel = cancel.clone();

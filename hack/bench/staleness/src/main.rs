@@ -11,7 +11,7 @@
 //!
 //! 1. Creates the namespace (it must not exist).
 //! 2. Starts the Foo controller in this process as `sample-controller` wires it
-//!    (`FooController::with_options` on a `SharedInformerFactory` stripping
+//!    (`foo_controller::new_controller` on a `SharedInformerFactory` stripping
 //!    managedFields, the binaries' HTTP/2 client, events.k8s.io/v1 Events, `--workers`
 //!    workers, metrics installed), watching only that namespace. Its client delays the
 //!    body of every Deployment watch by `--latency-ms` (testenv's `WatchLatency`: its
@@ -39,7 +39,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -47,7 +46,7 @@ use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use cache::{InformerOptions, Selector, SharedInformerFactory};
 use clap::Parser;
 use controller::LoopOptions;
-use foo_controller::{CONTROLLER_NAME, FooController};
+use foo_controller::{CONTROLLER_NAME, FooControllerOptions};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
@@ -157,16 +156,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let events = EventBroadcaster::new(BroadcasterOptions::default());
     events.start_recording_to_sink(client.clone())?;
     let recorder = events.new_recorder(CONTROLLER_NAME, "staleness-bench");
-    let foo_controller = Arc::new(FooController::with_options(
+    let foo_controller = foo_controller::new_controller(
         client,
         &factory,
-        Some(ns),
         recorder,
-        &options,
-    ));
+        FooControllerOptions {
+            namespace: Some(ns.to_string()),
+            loop_options: options,
+        },
+    );
     factory.start(&cancel);
     let running = tokio::spawn({
-        let foo_controller = Arc::clone(&foo_controller);
+        let foo_controller = foo_controller.clone();
         let cancel = cancel.clone();
         async move { foo_controller.run(cli.workers, cancel).await }
     });
