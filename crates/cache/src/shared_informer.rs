@@ -515,7 +515,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         fifo.close();
         let _ = reflector_task.await;
         resync_task.abort();
-        // Dropping the listeners closes their buffers; their tasks deliver what is
+        // Dropping the listeners closes their buffers; their threads deliver what is
         // buffered and end.
         self.inner.processor.lock().listeners.clear();
     }

@@ -3,26 +3,29 @@
 //!
 //! ```text
 //!             (new object)
-//!                  │ 1. finalizer + resources annotation (metadata patch)
-//!                  ▼ 2. status Creating
-//!              Creating ──3. create_server fails──▶ Failed ──retry with backoff──┐
-//!                  │ 3. create_server (idempotent)     ▲                           │
-//!                  ▼ 4. server_status                  └──────still failing────────┤
+//!                  │ 5. finalizer + resources annotation (metadata patch)
+//!                  ▼ 5. status Creating
+//!              Creating ──5. create_server fails──▶ Failed ──retry with backoff──┐
+//!                  │ 5. create_server (idempotent)     ▲                           │
+//!                  ▼ 6. server_status                  └──────still failing────────┤
 //!               Active ◀──────────────create succeeds───────────────────────────────┘
-//!          ▲   │  every --usage-period: server_status -> usage, lastUpdateTime
+//!          ▲   │  4. every --usage-period: server_status -> usage, lastUpdateTime
 //!          │   ├─ server_status fails ─▶ Unknown ─(driver back)─▶ Active
 //!          │   └─ server gone ─▶ Creating (ServerVanished) ─▶ created again
-//!     (delete) deletionTimestamp set, at any phase:
+//!     (delete) 2. deletionTimestamp set, at any phase:
 //!               Terminating ── delete_server ── remove finalizer ──▶ object gone
 //! ```
+//!
+//! (The numbers are those of the steps below.)
 //!
 //! One sync, step by step:
 //!
 //! 1. Read the VirtualMachine from the lister (the informer's cache). Gone? Nothing to
-//!    do: a VirtualMachine with our finalizer cannot disappear before step 7 has run.
-//! 2. `deletionTimestamp` set -> [finalize](VirtualMachineSyncer::sync_vm): status
-//!    `Terminating`, `delete_server` (idempotent), remove the finalizer, done. Without
-//!    our finalizer there is nothing to clean: it is added before any server exists.
+//!    do: a VirtualMachine with our finalizer cannot disappear before step 2 has
+//!    removed it, after deleting the server.
+//! 2. `deletionTimestamp` set -> finalize: status `Terminating`, `delete_server`
+//!    (idempotent), remove the finalizer, done. Without our finalizer there is
+//!    nothing to clean: it is added (step 5) before any server exists.
 //! 3. Work out the server name ([`server_name`]) and [`ServerSpec`]. A spec that can
 //!    never work is permanent: status `Failed`, Warning Event, no retry.
 //! 4. A server that is already `Active` (or `Unknown`) is *observed*: usage and state
