@@ -34,8 +34,6 @@
 //! );
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod cloudnative;
 pub mod crds;
 pub mod operator;

@@ -5,6 +5,10 @@
 //! The informers are never started here (the factory's client is a fake): the tests
 //! feed the queue as a watch handler would and turn the loop by hand.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -93,8 +93,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod delta_fifo;
 pub mod error;
 pub mod factory;

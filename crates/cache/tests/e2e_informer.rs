@@ -2,6 +2,10 @@
 //! up *exactly* equal to the server's list (names and resourceVersions), through
 //! concurrent churn and through a real `410 Gone` relist.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -6,6 +6,10 @@
 //! server's state both by streaming list (the default) and by paged list, with
 //! `managedFields` kept or cut out before decoding, in lists and watch events alike.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

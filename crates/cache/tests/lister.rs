@@ -2,6 +2,10 @@
 //! filtering, namespaced listers with and without the namespace index, and
 //! cluster-scoped kinds.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

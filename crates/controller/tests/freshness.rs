@@ -3,6 +3,10 @@
 //! informer has applied the key's last write, wakes the moment it does, and when the
 //! bound passes the key is requeued with backoff instead of synced.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

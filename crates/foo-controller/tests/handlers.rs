@@ -1,5 +1,9 @@
 //! The event handlers: which informer events become which work-queue keys.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};

@@ -2,6 +2,10 @@
 //! controller_test.go: fill the listers directly, run one sync, then compare the
 //! actions the (fake) API received and the events the (fake) recorder got.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};

@@ -158,8 +158,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod args;
 pub mod callbacks;
 pub mod config;

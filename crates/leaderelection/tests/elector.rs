@@ -2,6 +2,10 @@
 //! every duration below is exact virtual time, so the timing rules are asserted, not
 //! slept on. Defaults throughout: lease 15 s, renew deadline 10 s, retry 2 s.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

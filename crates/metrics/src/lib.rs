@@ -58,8 +58,6 @@
 //! leader_election_master_status{name="foo-controller"} 1
 //! ```
 
-#![warn(missing_docs)]
-
 mod adapters;
 pub mod args;
 pub mod bind_address;

@@ -2,6 +2,10 @@
 //! scripted API, reconcile observations, leader callbacks) and read back from the text
 //! exposition the way Prometheus would.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

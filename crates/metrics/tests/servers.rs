@@ -1,6 +1,10 @@
 //! The metrics and health probe servers over real HTTP on 127.0.0.1: what they
 //! answer, readiness flipping, bind errors, "0" disabling, graceful stop.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -2,6 +2,10 @@
 //! controller_test.go: fill the listers directly, run one reconcile, then compare the
 //! requests the fake API received and the Events the fake recorder got.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use apis::operator::v1::{CONDITION_READY, MyWeb, MyWebSpec};

@@ -138,8 +138,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod aggregator;
 pub mod broadcaster;
 pub mod clock;

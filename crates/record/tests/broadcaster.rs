@@ -1,6 +1,10 @@
 //! The broadcaster with a scripted sink under paused time: queueing and dropping,
 //! retries, the 404 fallback and shutdown.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

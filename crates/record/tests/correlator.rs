@@ -1,6 +1,10 @@
 //! The correlator's client-go behaviour, with paused tokio time and a
 //! [`TokioClock`], so windows and refills are exact.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,10 @@
 //! under paused time: creates, series, the flush delay, finishing, the
 //! heartbeat, dropping, 404s, retries and shutdown.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

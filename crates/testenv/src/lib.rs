@@ -49,8 +49,6 @@
 //! # fn main() {}
 //! ```
 
-#![warn(missing_docs)]
-
 mod control_plane;
 /// Installing CRDs and waiting until they are served ([`crd::install_crds`]).
 pub mod crd;

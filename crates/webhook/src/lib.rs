@@ -176,8 +176,6 @@
 //!   a 10 s poll); HTTP/2 is not offered; client certificates are not verified.
 //! * One more metric, `webhook_admission_denied_total` (see [`metrics`](mod@metrics)).
 
-#![warn(missing_docs)]
-
 pub mod admission;
 pub mod args;
 pub mod certs;

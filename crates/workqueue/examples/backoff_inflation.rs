@@ -129,9 +129,9 @@ async fn scenario(
     while healed_sync.lock().is_none() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let heal_wait = healed_sync.lock().unwrap() - heal;
+    let heal_wait = healed_sync.lock().expect("the loop above waited for it") - heal;
     queue.shut_down();
-    worker.await.unwrap();
+    worker.await.expect("the worker does not panic");
     Outcome { samples, heal_wait }
 }
 

@@ -103,8 +103,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod bucket_rate_limiter;
 pub mod coalescing_rate_limiter;
 mod config;

@@ -28,10 +28,15 @@ pub fn free_addr() -> SocketAddr {
 
 /// One sample-controller process. Killed when dropped.
 pub struct Replica {
+    /// Its name in logs and its leader election identity's prefix.
     pub name: String,
+    /// The process.
     pub child: tokio::process::Child,
+    /// Where it serves `/metrics`.
     pub metrics: SocketAddr,
+    /// Where it serves `/healthz` and `/readyz`.
     pub health: SocketAddr,
+    /// Its log file.
     pub log: PathBuf,
 }
 

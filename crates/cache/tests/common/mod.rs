@@ -1,6 +1,9 @@
 //! Helpers shared by the informer test suites: a recording handler, waits in virtual
 //! and in real time, and a running informer over a scripted source.
 
+// Test code: an unwrap is an assertion. (clippy.toml allows it inside #[test]
+// functions; the helpers here are test code too.)
+#![allow(clippy::unwrap_used)]
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::sync::Arc;
