@@ -15,6 +15,7 @@
 //! | `cache.MetricsProvider`, `SetReflectorMetricsProvider` | [`ReflectorMetricsProvider`], [`set_global_reflector_metrics_provider`] |
 //! | `ResourceEventHandler(Funcs)`                | [`EventHandler`], [`EventHandlerFuncs`] |
 //! | `SharedIndexInformer`                        | [`SharedIndexInformer`]       |
+//! | `ResourceEventHandlerRegistration`, `HasSynced` | [`ResourceEventHandlerRegistration`] |
 //! | `SharedInformerFactory`                      | [`SharedInformerFactory`]     |
 //!
 //! # A complete informer
@@ -104,6 +105,7 @@ pub mod metrics;
 pub mod processor_listener;
 pub mod real_fifo;
 pub mod reflector;
+pub mod registration;
 pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
@@ -129,8 +131,9 @@ pub use metrics::{ReflectorMetricsProvider, set_global_reflector_metrics_provide
 pub use processor_listener::{EventHandler, EventHandlerFuncs};
 pub use real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 pub use reflector::{BackoffConfig, Reflector, is_gone};
+pub use registration::ResourceEventHandlerRegistration;
 pub use selector::Selector;
-pub use shared_informer::{ResourceEventHandlerRegistration, SharedIndexInformer};
+pub use shared_informer::SharedIndexInformer;
 pub use store::{
     Incomparable, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, OWNER_UID_INDEX,
     meta_namespace_index_func, owner_uid_index_func,

@@ -43,59 +43,8 @@ use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
 use crate::real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 use crate::reflector::{BackoffConfig, Reflector};
+use crate::registration::ResourceEventHandlerRegistration;
 use crate::store::{Indexer, Indexers};
-
-/// A handler's registration: client-go's `ResourceEventHandlerRegistration`.
-pub struct ResourceEventHandlerRegistration<K> {
-    id: u64,
-    tracker: Arc<crate::processor_listener::SyncTracker>,
-    informer: Weak<Inner<K>>,
-}
-
-impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResourceEventHandlerRegistration")
-            .field("id", &self.id)
-            .field("pending_initial", &self.tracker.pending())
-            .finish()
-    }
-}
-
-impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
-    /// Whether the informer has synced and this handler has processed every
-    /// notification of the initial list.
-    pub fn has_synced(&self) -> bool {
-        let Some(inner) = self.informer.upgrade() else {
-            return false;
-        };
-        inner.has_synced() && self.tracker.pending() == 0
-    }
-
-    /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first
-    /// (a registration whose informer is gone never syncs). Woken by the informer when
-    /// it syncs and by the handler's thread when it has processed the initial list: no
-    /// polling (client-go polls `HasSynced` every 100 ms, or waits on the channel of
-    /// its newer `HasSyncedChecker`).
-    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
-        let informer_synced = self.informer.upgrade().map(|i| i.synced.subscribe());
-        let synced = async {
-            let Some(mut informer_synced) = informer_synced else {
-                return std::future::pending().await;
-            };
-            // First the informer's initial list (no more initial notifications are
-            // queued after that), then this handler's share of it.
-            if informer_synced.wait_for(|synced| *synced).await.is_err() {
-                return std::future::pending().await; // the informer is gone
-            }
-            self.tracker.wait_caught_up().await;
-            true
-        };
-        tokio::select! {
-            synced = synced => synced,
-            _ = cancel.cancelled() => self.has_synced(),
-        }
-    }
-}
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
 /// deltas are applied and distributed under it, so a late registration can take a
@@ -115,7 +64,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
     }
 }
 
-struct Inner<K> {
+pub(crate) struct Inner<K> {
     name: String,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
@@ -136,8 +85,14 @@ struct Inner<K> {
 }
 
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
-    fn has_synced(&self) -> bool {
+    pub(crate) fn has_synced(&self) -> bool {
         *self.synced.borrow()
+    }
+
+    /// Follows [`has_synced`](Self::has_synced): the FIFO sends `true` when the
+    /// initial list is in the cache.
+    pub(crate) fn subscribe_synced(&self) -> watch::Receiver<bool> {
+        self.synced.subscribe()
     }
 
     /// Applies a batch of deltas to the indexer, in order, and distributes them:
@@ -352,11 +307,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         }
         let tracker = listener.tracker.clone();
         processor.listeners.push(listener);
-        ResourceEventHandlerRegistration {
-            id,
-            tracker,
-            informer: Arc::downgrade(&self.inner),
-        }
+        ResourceEventHandlerRegistration::new(id, tracker, Arc::downgrade(&self.inner))
     }
 
     /// Unregisters a handler: client-go's `RemoveEventHandler`. Notifications already
@@ -366,7 +317,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             .processor
             .lock()
             .listeners
-            .retain(|l| l.id != registration.id);
+            .retain(|l| l.id != registration.id());
     }
 
     /// Sets a function applied to every object before it is cached and delivered:

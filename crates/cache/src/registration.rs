@@ -1,0 +1,88 @@
+//! A handler's registration: client-go's `ResourceEventHandlerRegistration`, what
+//! [`SharedIndexInformer::add_event_handler`](crate::SharedIndexInformer::add_event_handler)
+//! returns.
+//!
+//! Its [`has_synced`](ResourceEventHandlerRegistration::has_synced) is what a
+//! controller waits for before its first sync: true once the informer has put its
+//! initial list in the cache *and* this handler has processed every notification of
+//! it, so the keys of every object that existed at start are in the controller's
+//! queue. [`wait_for_cache_sync`](ResourceEventHandlerRegistration::wait_for_cache_sync)
+//! waits for it, woken rather than polling.
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use kube::Resource;
+use tokio_util::sync::CancellationToken;
+
+use crate::processor_listener::SyncTracker;
+use crate::shared_informer::Inner;
+
+/// A handler's registration: client-go's `ResourceEventHandlerRegistration`.
+pub struct ResourceEventHandlerRegistration<K> {
+    id: u64,
+    tracker: Arc<SyncTracker>,
+    informer: Weak<Inner<K>>,
+}
+
+impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceEventHandlerRegistration")
+            .field("id", &self.id)
+            .field("pending_initial", &self.tracker.pending())
+            .finish()
+    }
+}
+
+impl<K> ResourceEventHandlerRegistration<K> {
+    /// The registration of listener `id` (its initial-list count in `tracker`) on
+    /// `informer`.
+    pub(crate) fn new(id: u64, tracker: Arc<SyncTracker>, informer: Weak<Inner<K>>) -> Self {
+        Self {
+            id,
+            tracker,
+            informer,
+        }
+    }
+
+    /// The listener's id in the informer's processor.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
+    /// Whether the informer has synced and this handler has processed every
+    /// notification of the initial list.
+    pub fn has_synced(&self) -> bool {
+        let Some(inner) = self.informer.upgrade() else {
+            return false;
+        };
+        inner.has_synced() && self.tracker.pending() == 0
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first
+    /// (a registration whose informer is gone never syncs). Woken by the informer when
+    /// it syncs and by the handler's thread when it has processed the initial list: no
+    /// polling (client-go polls `HasSynced` every 100 ms, or waits on the channel of
+    /// its newer `HasSyncedChecker`).
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
+        let informer_synced = self.informer.upgrade().map(|i| i.subscribe_synced());
+        let synced = async {
+            let Some(mut informer_synced) = informer_synced else {
+                return std::future::pending().await;
+            };
+            // First the informer's initial list (no more initial notifications are
+            // queued after that), then this handler's share of it.
+            if informer_synced.wait_for(|synced| *synced).await.is_err() {
+                return std::future::pending().await; // the informer is gone
+            }
+            self.tracker.wait_caught_up().await;
+            true
+        };
+        tokio::select! {
+            synced = synced => synced,
+            _ = cancel.cancelled() => self.has_synced(),
+        }
+    }
+}
