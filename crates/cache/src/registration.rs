@@ -10,19 +10,21 @@
 //! waits for it, woken rather than polling.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 
-use kube::Resource;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::processor_listener::SyncTracker;
-use crate::shared_informer::Inner;
 
 /// A handler's registration: client-go's `ResourceEventHandlerRegistration`.
 pub struct ResourceEventHandlerRegistration<K> {
     id: u64,
     tracker: Arc<SyncTracker>,
-    informer: Weak<Inner<K>>,
+    /// The informer's "initial list cached" flag; gone with the informer.
+    informer_synced: Weak<watch::Sender<bool>>,
+    _kind: PhantomData<fn() -> K>,
 }
 
 impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
@@ -35,13 +37,18 @@ impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
 }
 
 impl<K> ResourceEventHandlerRegistration<K> {
-    /// The registration of listener `id` (its initial-list count in `tracker`) on
-    /// `informer`.
-    pub(crate) fn new(id: u64, tracker: Arc<SyncTracker>, informer: Weak<Inner<K>>) -> Self {
+    /// The registration of listener `id` (its initial-list count in `tracker`) on the
+    /// informer whose synced flag is `informer_synced`.
+    pub(crate) fn new(
+        id: u64,
+        tracker: Arc<SyncTracker>,
+        informer_synced: Weak<watch::Sender<bool>>,
+    ) -> Self {
         Self {
             id,
             tracker,
-            informer,
+            informer_synced,
+            _kind: PhantomData,
         }
     }
 
@@ -49,16 +56,14 @@ impl<K> ResourceEventHandlerRegistration<K> {
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
-}
 
-impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
     /// Whether the informer has synced and this handler has processed every
     /// notification of the initial list.
     pub fn has_synced(&self) -> bool {
-        let Some(inner) = self.informer.upgrade() else {
+        let Some(informer_synced) = self.informer_synced.upgrade() else {
             return false;
         };
-        inner.has_synced() && self.tracker.pending() == 0
+        *informer_synced.borrow() && self.tracker.pending() == 0
     }
 
     /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first
@@ -67,7 +72,7 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
     /// polling (client-go polls `HasSynced` every 100 ms, or waits on the channel of
     /// its newer `HasSyncedChecker`).
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> bool {
-        let informer_synced = self.informer.upgrade().map(|i| i.subscribe_synced());
+        let informer_synced = self.informer_synced.upgrade().map(|s| s.subscribe());
         let synced = async {
             let Some(mut informer_synced) = informer_synced else {
                 return std::future::pending().await;

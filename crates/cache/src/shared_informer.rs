@@ -64,14 +64,15 @@ impl<K: Send + Sync + 'static> Processor<K> {
     }
 }
 
-pub(crate) struct Inner<K> {
+struct Inner<K> {
     name: String,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
     /// `true` once the initial list is in the indexer; the FIFO sets it (see
-    /// [`DeltaFifo::with_synced_signal`]).
-    synced: watch::Sender<bool>,
+    /// [`DeltaFifo::with_synced_signal`]). Shared so that registrations can follow it
+    /// for as long as the informer lives.
+    synced: Arc<watch::Sender<bool>>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,
     transform: Mutex<Option<TransformFunc<K>>>,
     default_resync_period: Duration,
@@ -85,14 +86,8 @@ pub(crate) struct Inner<K> {
 }
 
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
-    pub(crate) fn has_synced(&self) -> bool {
+    fn has_synced(&self) -> bool {
         *self.synced.borrow()
-    }
-
-    /// Follows [`has_synced`](Self::has_synced): the FIFO sends `true` when the
-    /// initial list is in the cache.
-    pub(crate) fn subscribe_synced(&self) -> watch::Receiver<bool> {
-        self.synced.subscribe()
     }
 
     /// Applies a batch of deltas to the indexer, in order, and distributes them:
@@ -262,7 +257,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 queue_kind: Mutex::new(QueueKind::default()),
                 in_order: AtomicBool::new(false),
                 started: AtomicBool::new(false),
-                synced: watch::Sender::new(false),
+                synced: Arc::new(watch::Sender::new(false)),
             }),
         }
     }
@@ -307,7 +302,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         }
         let tracker = listener.tracker.clone();
         processor.listeners.push(listener);
-        ResourceEventHandlerRegistration::new(id, tracker, Arc::downgrade(&self.inner))
+        ResourceEventHandlerRegistration::new(id, tracker, Arc::downgrade(&self.inner.synced))
     }
 
     /// Unregisters a handler: client-go's `RemoveEventHandler`. Notifications already
@@ -420,7 +415,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         }
         let transform = self.inner.transform.lock().clone();
         let known = Arc::new(self.inner.indexer.clone());
-        let synced = self.inner.synced.clone();
+        let synced = watch::Sender::clone(&self.inner.synced);
         let kind = *self.inner.queue_kind.lock();
         self.inner
             .in_order

@@ -57,7 +57,7 @@ trait SyncSource: Send + Sync {
     fn wait_for_cache_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool>;
 }
 
-impl<K: kube::Resource + Send + Sync + 'static> SyncSource for ResourceEventHandlerRegistration<K> {
+impl<K: 'static> SyncSource for ResourceEventHandlerRegistration<K> {
     fn has_synced(&self) -> bool {
         ResourceEventHandlerRegistration::has_synced(self)
     }
@@ -124,10 +124,9 @@ impl fmt::Debug for InformerSynced {
 /// The [`InformerSynced`] of one event handler registration: true once its informer
 /// listed *and* the handler processed that list, so a controller's first sync sees
 /// every object that existed at start (client-go's `registration.HasSynced`).
-pub fn registration_synced<K>(registration: ResourceEventHandlerRegistration<K>) -> InformerSynced
-where
-    K: kube::Resource + Send + Sync + 'static,
-{
+pub fn registration_synced<K: 'static>(
+    registration: ResourceEventHandlerRegistration<K>,
+) -> InformerSynced {
     InformerSynced {
         source: Arc::new(registration),
     }
