@@ -21,8 +21,8 @@
 # the status write comes back at once through the Foo watch and queues the Foo again,
 # and that second sync may run before the Deployment reaches the lagging cache:
 # without the guard it POSTs the Deployment again (409 AlreadyExists), retried with
-# backoff until the cache catches up; with it, the sync waits until the Deployment
-# informer has seen its create.
+# backoff until the cache catches up; with it, the Foo is parked (not synced) until
+# the Deployment informer has seen its create, and the workers sync other Foos.
 # Reported per run (one JSON line in results.jsonl):
 #   duplicate_creates  409 AlreadyExists answers to POST .../deployments
 #   status_conflicts   409 Conflict answers to PUT .../foos/<name>/status
