@@ -354,7 +354,7 @@ impl Freshness {
     /// [`Incomparable`](FreshnessOutcome::Incomparable) the record is cleared; on
     /// [`Stale`](FreshnessOutcome::Stale) it stays, for the requeued sync.
     ///
-    /// The loop does not call this from a worker (see [`check_or_park`](Self::check_or_park)).
+    /// The loop does not call this from a worker: a parked key's waiter task does.
     pub async fn wait_until_fresh(&self, key: &str) -> FreshnessOutcome {
         if let Some(known) = self.check(key) {
             return known;
