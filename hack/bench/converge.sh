@@ -105,11 +105,8 @@ mkdir -p "$OUT/logs" "$OUT/bin"
 : >"$OUT/results.jsonl"
 : >"$OUT/load.txt"
 
-say() { printf '\n=== %s\n' "$*"; }
-die() { printf 'converge.sh: %s\n' "$*" >&2; exit 1; }
-load() { uptime | sed 's/.*load average: //'; }
-# alive PID: the process exists and is not a zombie.
-alive() { [ "$1" != 0 ] && [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+SCRIPT=converge.sh
+source hack/bench/lib.sh
 
 # patch_and_build_go SRC BIN: copy the sample-controller module at SRC to a build dir,
 # add the throttle/workers hook (see the header) and build BIN.
@@ -221,35 +218,9 @@ if [[ " $IMPLS " == *" go "* ]]; then
   fi
 fi
 
-if [ -n "${BENCH_KUBECONFIG:-}" ]; then
-  export KUBECONFIG="$BENCH_KUBECONFIG"
-  CP_DIR=$(dirname "$KUBECONFIG")
-  say "using the control plane of $KUBECONFIG (its components are left as they are)"
-else
-  say "control plane up"
-  UP_OUT=$(bash hack/control-plane.sh up --nodes 1 2> >(tee "$OUT/control-plane.log" >&2))
-  KUBECONFIG=$(printf '%s\n' "$UP_OUT" | sed -n 's/^KUBECONFIG=//p' | head -n 1)
-  [ -n "$KUBECONFIG" ] || die "no KUBECONFIG in the output of control-plane.sh up"
-  export KUBECONFIG
-  CP_DIR=$(dirname "$KUBECONFIG")
-  trap 'say "control plane down"; bash hack/control-plane.sh down "$CP_DIR" || true' EXIT
-  if [ "$KEEP_CONTROLLERS" != 1 ]; then
-    for c in kwok kube-scheduler kube-controller-manager; do
-      pid=$(cat "$CP_DIR/pids/$c.pid")
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-      echo "stopped $c (pid $pid)"
-    done
-  fi
-fi
-KUBECTL="$(bash hack/control-plane.sh bin-dir)/kubectl"
-# The pids of this control plane's kube-apiserver and etcd (never another one's on this
-# machine); 0 when the kubeconfig is not in a hack/control-plane.sh state dir.
-pid_of() { if [ -f "$CP_DIR/pids/$1.pid" ]; then cat "$CP_DIR/pids/$1.pid"; else echo 0; fi; }
+bench_control_plane
 APISERVER_PID=$(pid_of kube-apiserver)
 ETCD_PID=$(pid_of etcd)
-running() { if alive "$(pid_of "$1")"; then echo "$1 running"; else echo "$1 not running"; fi; }
-rss_mib() { if [ "$1" != 0 ] && [ -r "/proc/$1/status" ]; then awk '/^VmRSS:/ {printf "%.0f MiB", $2 / 1024}' "/proc/$1/status"; else echo "-"; fi; }
 server_state() {
   echo "$1: $(date -u +%H:%M:%SZ); load $(load)"
   echo "  kubernetes $("$KUBECTL" version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])' || echo '?')"

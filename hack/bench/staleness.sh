@@ -21,8 +21,8 @@
 # the status write comes back at once through the Foo watch and queues the Foo again,
 # and that second sync may run before the Deployment reaches the lagging cache:
 # without the guard it POSTs the Deployment again (409 AlreadyExists), retried with
-# backoff until the cache catches up; with it, the sync waits until the Deployment
-# informer has seen its create.
+# backoff until the cache catches up; with it, the Foo is parked (not synced) until
+# the Deployment informer has seen its create, and the workers sync other Foos.
 # Reported per run (one JSON line in results.jsonl):
 #   duplicate_creates  409 AlreadyExists answers to POST .../deployments
 #   status_conflicts   409 Conflict answers to PUT .../foos/<name>/status
@@ -76,10 +76,8 @@ mkdir -p "$OUT/logs"
 OUT="$(cd "$OUT" && pwd)"
 : >"$OUT/results.jsonl"
 
-say() { printf '\n=== %s\n' "$*"; }
-die() { printf 'staleness.sh: %s\n' "$*" >&2; exit 1; }
-load() { uptime | sed 's/.*load average: //'; }
-alive() { [ "$1" != 0 ] && [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+SCRIPT=staleness.sh
+source hack/bench/lib.sh
 
 {
   echo "date:     $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -93,30 +91,7 @@ say "building (cargo build --release in hack/bench/staleness)"
 (cd "$BENCH_DIR" && cargo build --release 2>&1 | tail -n 2)
 BENCH="$BENCH_DIR/target/release/staleness-bench"
 
-if [ -n "${BENCH_KUBECONFIG:-}" ]; then
-  export KUBECONFIG="$BENCH_KUBECONFIG"
-  CP_DIR=$(dirname "$KUBECONFIG")
-  say "using the control plane of $KUBECONFIG (its components are left as they are)"
-else
-  say "control plane up"
-  UP_OUT=$(bash hack/control-plane.sh up --nodes 1 2> >(tee "$OUT/control-plane.log" >&2))
-  KUBECONFIG=$(printf '%s\n' "$UP_OUT" | sed -n 's/^KUBECONFIG=//p' | head -n 1)
-  [ -n "$KUBECONFIG" ] || die "no KUBECONFIG in the output of control-plane.sh up"
-  export KUBECONFIG
-  CP_DIR=$(dirname "$KUBECONFIG")
-  trap 'say "control plane down"; bash hack/control-plane.sh down "$CP_DIR" || true' EXIT
-  if [ "$KEEP_CONTROLLERS" != 1 ]; then
-    for c in kwok kube-scheduler kube-controller-manager; do
-      pid=$(cat "$CP_DIR/pids/$c.pid")
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-      echo "stopped $c (pid $pid)"
-    done
-  fi
-fi
-KUBECTL="$(bash hack/control-plane.sh bin-dir)/kubectl"
-pid_of() { if [ -f "$CP_DIR/pids/$1.pid" ]; then cat "$CP_DIR/pids/$1.pid"; else echo 0; fi; }
-running() { if alive "$(pid_of "$1")"; then echo "$1 running"; else echo "$1 not running"; fi; }
+bench_control_plane
 
 "$KUBECTL" apply -f deploy/crds/samplecontroller.k8s.io_foos.yaml >/dev/null
 "$KUBECTL" wait --for condition=established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null

@@ -19,6 +19,9 @@
 //	    LIST the Foos, then for each Foo create its Deployment and write its status
 //	    (PUT .../status, availableReplicas from the created Deployment), C Foos at a
 //	    time (C = 0: all at once, one goroutine per Foo). One JSON line on stdout.
+//	converge-bench starve --namespace NS --count N --readyz URL [flags] -- CMD ARGS...
+//	    hack/bench/starvation.sh's harness (starvation.go): start CMD, create one
+//	    more Foo as soon as CMD is ready, time its Deployment and the catch-up.
 //
 // Converged: every one of the N Foos has (1) a Deployment named
 // spec.deploymentName in its namespace whose controller owner reference has the
@@ -69,7 +72,7 @@ const fieldManager = "sample-controller"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: converge-bench setup|reset|run|bare [flags]")
+		fmt.Fprintln(os.Stderr, "usage: converge-bench setup|reset|run|bare|starve [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -83,6 +86,8 @@ func main() {
 		err = run(args)
 	case "bare":
 		err = bare(args)
+	case "starve":
+		err = starve(args)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", cmd)
 	}

@@ -6,6 +6,7 @@
 
 mod rbac;
 mod staleness;
+mod starvation;
 mod sync;
 mod webhook;
 
