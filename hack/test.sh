@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n==> %s\n' "$*"; }
 
+# --- Disk -------------------------------------------------------------------------
+# A full run builds every crate several times over (each `cargo test -p` resolves its
+# own feature set, and the demo builds the binaries): with full debuginfo and
+# incremental caches that was 22 GB of target/, and a CI machine once ran out of disk
+# in the demo. Line tables keep backtraces readable; incremental caches only help
+# rebuilds, which a one-shot run never does. Set either variable to override.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+
 # --- Rust toolchain -------------------------------------------------------------
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
@@ -66,3 +75,6 @@ K8S_VERSION=oldest cargo test --locked -p testenv --test e2e api::
 
 log "hack/demo.sh --non-interactive (the README's main command, end to end)"
 bash hack/demo.sh --non-interactive
+
+# Recorded so a growing build footprint shows up in CI logs before it fills a disk.
+log "disk: target/ is $(du -sh target 2>/dev/null | cut -f1); $(df -h . | awk 'NR==2 {print $4}') free"
