@@ -45,8 +45,11 @@ pub struct LeaderElectionConfig {
     pub retry_period: Duration,
     /// Give the lock up (empty holder, `leaseDurationSeconds: 1`) when `run` is
     /// cancelled, so the next candidate takes over within about a `retry_period`
-    /// instead of a `lease_duration`. Only safe if everything the leader does has
-    /// stopped before the cancellation: otherwise two processes act at once.
+    /// instead of a `lease_duration`. The lock is given up only after the
+    /// `on_started_leading` future has returned (its token is cancelled first), so
+    /// the next leader never starts while this one still works; a future that does
+    /// not return within `renew_deadline` keeps the lock until it expires. Make
+    /// everything the leader does part of that future.
     pub release_on_cancel: bool,
     /// A name for logs.
     pub name: String,

@@ -13,8 +13,10 @@
 //!    followed by a `retry_period` pause and the next round. A round that reaches its
 //!    deadline (including a request still hanging at that moment) ends leadership:
 //!    the token is cancelled **at once**, before anything else happens.
-//! 3. **stop**: if `release_on_cancel`, and the last observed record still names us,
-//!    release the lock; then call `on_stopped_leading`.
+//! 3. **stop**: if `release_on_cancel`, wait (up to `renew_deadline`) for the
+//!    `on_started_leading` future to return, then, if the last observed record still
+//!    names us, release the lock; then call `on_stopped_leading`. The wait is ours:
+//!    client-go releases at once, and leaves it to the caller to have stopped.
 //!
 //! `try_acquire_or_renew` is where the decisions are made; see its docs and the crate
 //! docs for why expiry is judged by local observation time.
@@ -176,8 +178,8 @@ impl LeaderElector {
         let _stop_leading_on_drop = leading.clone().drop_guard();
 
         if self.acquire(&cancel).await {
-            tokio::spawn((self.callbacks.on_started_leading)(leading.clone()));
-            self.renew(&cancel, &leading).await;
+            let work = tokio::spawn((self.callbacks.on_started_leading)(leading.clone()));
+            self.renew(&cancel, &leading, work).await;
         }
         leading.cancel();
         (self.callbacks.on_stopped_leading)();
@@ -210,8 +212,13 @@ impl LeaderElector {
     }
 
     /// Renews until a round misses its deadline or `cancel` fires; then releases the
-    /// lock if configured to.
-    async fn renew(&self, cancel: &CancellationToken, leading: &CancellationToken) {
+    /// lock if configured to, once the leader's `work` has stopped.
+    async fn renew(
+        &self,
+        cancel: &CancellationToken,
+        leading: &CancellationToken,
+        work: tokio::task::JoinHandle<()>,
+    ) {
         let lock = self.config.lock.describe();
         loop {
             let deadline = after(self.config.renew_deadline);
@@ -239,7 +246,23 @@ impl LeaderElector {
             }
         }
         if self.config.release_on_cancel {
-            self.release().await;
+            // Release only once the leader's work has returned: client-go releases
+            // while `OnStartedLeading` may still be running (and asks its callers to
+            // make sure it is not), so the next leader can start while this one is
+            // still writing. Work that does not stop within the renew deadline keeps
+            // the lock held; it then expires after a lease duration, as on a crash.
+            leading.cancel();
+            match tokio::time::timeout(self.config.renew_deadline, work).await {
+                Ok(_) => {
+                    self.release().await;
+                }
+                Err(_) => tracing::warn!(
+                    %lock,
+                    renew_deadline = ?self.config.renew_deadline,
+                    "the leader's work did not stop within the renew deadline; not \
+                     releasing the lock (it expires after the lease duration)"
+                ),
+            }
         }
     }
 

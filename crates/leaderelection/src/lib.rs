@@ -37,7 +37,10 @@
 //! for `renew_deadline`, the leader **stops leading**: the token given to
 //! `on_started_leading` is cancelled that very moment. With `release_on_cancel`, a
 //! leader that is shut down writes an empty holder with `leaseDurationSeconds: 1`, so
-//! the next candidate takes over at its next attempt instead of waiting a full lease.
+//! the next candidate takes over at its next attempt instead of waiting a full lease;
+//! it does so only after its `on_started_leading` future has returned, so the two
+//! leaders' work never overlaps (client-go releases at once and leaves that to the
+//! caller).
 //!
 //! # Why local observed time
 //!

@@ -535,3 +535,66 @@ async fn on_stopped_leading_runs_even_if_never_leading_and_run_is_exclusive() {
     // No write ever happened: a waiting candidate only reads.
     assert!(h.lease.operations().iter().all(|op| op.kind == OpKind::Get));
 }
+
+/// A candidate on `lease` whose work takes `stopping` to stop after its token fires.
+fn start_slow_to_stop(lease: &MemoryLease, identity: &str, stopping: Duration) -> Candidate {
+    let lock = lease.lock(identity);
+    let mut config = LeaderElectionConfig::new(Arc::new(lock.clone()));
+    config.release_on_cancel = true;
+    let callbacks = LeaderCallbacks::new(
+        move |token: CancellationToken| async move {
+            token.cancelled().await;
+            sleep(stopping).await; // draining the controllers
+        },
+        || {},
+    );
+    start_elector(
+        Arc::new(LeaderElector::new(config, callbacks).unwrap()),
+        lock,
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_waits_for_the_leaders_work_to_stop_and_work_that_will_not_stop_keeps_the_lock() {
+    // Work that stops 3 s after cancellation: released then, not before.
+    let lease = MemoryLease::new("slow");
+    let a = start_slow_to_stop(&lease, "a", Duration::from_secs(3));
+    sleep(Duration::from_secs(5)).await;
+    assert!(a.elector.is_leader());
+    let cancelled_at = Instant::now();
+    a.stop.cancel();
+    a.task.await.unwrap();
+    let (released_at, released) = lease
+        .operations()
+        .into_iter()
+        .filter_map(|op| op.written.map(|record| (op.at, record)))
+        .last()
+        .unwrap();
+    assert_eq!(released.holder_identity, "", "released");
+    assert_within(
+        "release after the work stopped",
+        released_at - cancelled_at,
+        Duration::from_secs(3),
+        Duration::from_secs(3),
+    );
+
+    // Work that does not stop within the renew deadline: no release; the lock stays
+    // ours until it expires, as if the process had died.
+    let lease = MemoryLease::new("stuck");
+    let b = start_slow_to_stop(&lease, "b", Duration::from_secs(3600));
+    sleep(Duration::from_secs(5)).await;
+    let cancelled_at = Instant::now();
+    b.stop.cancel();
+    b.task.await.unwrap();
+    assert_within(
+        "run returns after the renew deadline",
+        Instant::now() - cancelled_at,
+        RENEW,
+        RENEW,
+    );
+    assert_eq!(
+        lease.get().unwrap().record.holder_identity,
+        "b",
+        "not released"
+    );
+}
