@@ -568,7 +568,7 @@ async fn release_waits_for_the_leaders_work_to_stop_and_work_that_will_not_stop_
         .operations()
         .into_iter()
         .filter_map(|op| op.written.map(|record| (op.at, record)))
-        .last()
+        .next_back()
         .unwrap();
     assert_eq!(released.holder_identity, "", "released");
     assert_within(
