@@ -131,26 +131,38 @@ fn start(client: &Client, namespace: &str, identity: &str, recorder: &EventRecor
     let (tx, said) = mpsc::unbounded_channel();
     let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
     let (on_started, on_stopped, on_new) = (tx.clone(), tx.clone(), tx);
-    let (who, recorder) = (identity.to_string(), recorder.clone());
+    let (who, recorder, namespace) = (
+        identity.to_string(),
+        recorder.clone(),
+        namespace.to_string(),
+    );
     let callbacks = LeaderCallbacks::new(
         move |leading: CancellationToken| {
-            let (tx, who, recorder, leases) = (
+            let (tx, who, recorder, leases, namespace) = (
                 on_started.clone(),
                 who.clone(),
                 recorder.clone(),
                 leases.clone(),
+                namespace.clone(),
             );
             async move {
                 let _ = tx.send("started leading".to_string());
                 // client-go's LeaseLock.RecordEvent: an Event on the Lease, naming us.
-                if let Ok(lease) = leases.get(LEASE).await {
-                    recorder.event(
-                        &lease,
-                        EventType::Normal,
-                        "LeaderElection",
-                        format!("{who} became leader"),
-                    );
-                }
+                // (Should the read fail, the Event names the Lease without its UID.)
+                let lease = leases.get(LEASE).await.unwrap_or_else(|_| Lease {
+                    metadata: ObjectMeta {
+                        name: Some(LEASE.to_string()),
+                        namespace: Some(namespace),
+                        ..ObjectMeta::default()
+                    },
+                    ..Lease::default()
+                });
+                recorder.event(
+                    &lease,
+                    EventType::Normal,
+                    "LeaderElection",
+                    format!("{who} became leader"),
+                );
                 // The controller would run here, until the token fires.
                 leading.cancelled().await;
                 let _ = tx.send("stopped leading (its token fired)".to_string());
