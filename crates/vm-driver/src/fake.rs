@@ -9,7 +9,8 @@
 //!   numbers are whatever the test set ([`FakeDriver::set_usage`]), zero by default;
 //! * **scriptable**: [`fail_next`](FakeDriver::fail_next) /
 //!   [`fail_next_any`](FakeDriver::fail_next_any) make the next N calls fail before
-//!   they do anything (the hypervisor was unreachable), and
+//!   they do anything (the hypervisor was unreachable; [`clear_faults`](FakeDriver::clear_faults)
+//!   brings it back), and
 //!   [`lose_next_response`](FakeDriver::lose_next_response) makes the next N calls do
 //!   their work and *then* fail (the response was lost): the case that makes
 //!   idempotency necessary;
@@ -118,6 +119,19 @@ impl FakeDriver {
     /// [`DriverError::Injected`], as if the response had been lost on the way back.
     pub fn lose_next_response(&self, operation: Operation, n: u32) {
         self.state.lock().lose_op[operation.index()] += n;
+    }
+
+    /// Cancels every injected fault still pending ([`fail_next`](Self::fail_next),
+    /// [`fail_next_any`](Self::fail_next_any),
+    /// [`lose_next_response`](Self::lose_next_response)): from the next call on, the
+    /// driver works again, as when an unreachable hypervisor comes back. With
+    /// `fail_next(operation, u32::MAX)` it holds a controller in its retry loop for as
+    /// long as a test (or the tutorial's chapter 5) needs to look at it.
+    pub fn clear_faults(&self) {
+        let mut state = self.state.lock();
+        state.fail_op = [0; 4];
+        state.fail_any = 0;
+        state.lose_op = [0; 4];
     }
 
     /// Every call first sleeps this long (`tokio::time::sleep`, so paused-time tests

@@ -157,6 +157,29 @@ async fn fail_next_any_fails_every_operation_in_turn() {
 }
 
 #[tokio::test]
+async fn clear_faults_cancels_every_pending_fault() {
+    let driver = FakeDriver::new();
+    driver.create_server(&spec("vm-1")).await.unwrap();
+    driver.fail_next(Operation::Delete, u32::MAX);
+    driver.fail_next_any(3);
+    driver.lose_next_response(Operation::Create, 2);
+    for _ in 0..5 {
+        assert!(matches!(
+            driver.delete_server("vm-1").await,
+            Err(DriverError::Injected { .. })
+        ));
+    }
+    assert_eq!(driver.server_count(), 1, "a failed delete deletes nothing");
+
+    driver.clear_faults();
+    driver.delete_server("vm-1").await.unwrap();
+    driver.create_server(&spec("vm-2")).await.unwrap();
+    driver.server_status("vm-2").await.unwrap();
+    assert_eq!((driver.servers_deleted(), driver.servers_created()), (1, 2));
+    assert_eq!(driver.calls(Operation::Delete), 6);
+}
+
+#[tokio::test]
 async fn a_lost_create_response_still_yields_exactly_one_server() {
     let driver = FakeDriver::new();
     driver.lose_next_response(Operation::Create, 1);

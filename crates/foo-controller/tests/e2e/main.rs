@@ -8,7 +8,12 @@ mod rbac;
 mod staleness;
 mod starvation;
 mod sync;
+mod tutorial;
 mod webhook;
+
+#[allow(dead_code)] // `main` and its namespace helpers serve `cargo run` only
+#[path = "../../examples/tutorial_04_controller.rs"]
+mod tutorial_04;
 
 use std::time::Duration;
 

@@ -15,6 +15,7 @@
 //! | [`gc`] | deleting a MyWeb (background or foreground) garbage-collects its objects |
 //! | [`shared_informer`] | the operator and the Foo controller on one factory: one Deployment watch, both working |
 //! | [`rbac`] | the operator as the ServiceAccount of deploy/myweb-operator |
+//! | [`tutorial`] | the tutorial's chapter 7 example, examples/tutorial_07_builder.rs |
 
 mod conflicts;
 mod drift;
@@ -22,6 +23,11 @@ mod gc;
 mod rbac;
 mod reconcile;
 mod shared_informer;
+mod tutorial;
+
+#[allow(dead_code)] // `main` and its namespace helpers serve `cargo run` only
+#[path = "../../examples/tutorial_07_builder.rs"]
+mod tutorial_07;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +82,8 @@ pub mod ports {
     pub const SHARED: i32 = 30019;
     /// rbac.
     pub const RBAC: i32 = 30020;
+    /// The tutorial's chapter 7 example (its `NODE_PORT`, checked by the test).
+    pub const TUTORIAL: i32 = 30021;
 }
 
 /// Installs the CRDs (idempotent; every test may do it at the same time).

@@ -8,7 +8,16 @@
 mod fake;
 mod qemu;
 mod rbac;
+mod tutorial;
 mod webhook;
+
+#[allow(dead_code)] // `main` and its namespace helpers serve `cargo run` only
+#[path = "../../examples/tutorial_05_finalizers.rs"]
+mod tutorial_05;
+
+#[allow(dead_code)] // `main` and its namespace helpers serve `cargo run` only
+#[path = "../../examples/tutorial_08_webhooks.rs"]
+mod tutorial_08;
 
 use std::sync::Arc;
 use std::time::Duration;
