@@ -110,6 +110,7 @@ pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
 pub mod store;
+mod steps;
 pub mod testing;
 
 pub use delta_fifo::{

@@ -95,6 +95,7 @@ pub mod informer_synced;
 pub mod loop_options;
 pub mod metrics;
 pub mod owner;
+mod steps;
 pub mod sync_handler;
 pub mod testing;
 

@@ -1,0 +1,76 @@
+//! The loop's steps in the [`pipeline`] trace: what the queue did with a key, which
+//! worker took it, how its sync went, and why it went back in line.
+//!
+//! The informer's steps (FIFO, indexer, handlers) are recorded by the cache crate;
+//! API writes made during a sync by the HTTP client (manager's client stack), which
+//! finds the key through [`pipeline::current_sync`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pipeline::{Stage, Step};
+use workqueue::{AddOutcome, QueueObserver};
+
+/// Records every add to a controller's queue as a [`Stage::Queue`] step: `queued`,
+/// `raised`, `dirty`, `deduped` (n = priority), or `delayed` (n = milliseconds).
+pub(crate) struct QueueSteps {
+    pub(crate) controller: Arc<str>,
+}
+
+impl QueueObserver<String> for QueueSteps {
+    fn added(&self, key: &String, priority: i32, outcome: AddOutcome) {
+        pipeline::record(|| {
+            Step::new(Stage::Queue, self.controller.clone(), Arc::from(key.as_str()), outcome.name())
+                .n(i64::from(priority))
+        });
+    }
+
+    fn delayed(&self, key: &String, delay: Duration, _priority: i32) {
+        pipeline::record(|| {
+            Step::new(Stage::Queue, self.controller.clone(), Arc::from(key.as_str()), "delayed")
+                .n(millis(delay))
+        });
+    }
+}
+
+/// Worker `worker` (numbered from 0) took `key`; n is the worker's number.
+pub(crate) fn took(controller: &Arc<str>, key: &Arc<str>, worker: usize) {
+    pipeline::record(|| {
+        Step::new(Stage::Worker, controller.clone(), key.clone(), "took")
+            .n(i64::try_from(worker).unwrap_or(i64::MAX))
+    });
+}
+
+/// The sync of `key` started.
+pub(crate) fn sync_started(controller: &Arc<str>, key: &Arc<str>) {
+    pipeline::record(|| Step::new(Stage::Sync, controller.clone(), key.clone(), "started"));
+}
+
+/// The sync of `key` ended with `result` after `elapsed` (n = milliseconds); an error
+/// or panic carries its message.
+pub(crate) fn sync_ended(
+    controller: &Arc<str>,
+    key: &Arc<str>,
+    result: &'static str,
+    elapsed: Duration,
+    message: Option<String>,
+) {
+    pipeline::record(|| {
+        let step = Step::new(Stage::Sync, controller.clone(), key.clone(), result).n(millis(elapsed));
+        match message {
+            Some(message) => step.text(message),
+            None => step,
+        }
+    });
+}
+
+/// `key` was put back in the queue because of `reason` (`error`, `panic`,
+/// `requeue_after`, `parked`); n is its number of failed tries so far, or the
+/// requeue-after delay in milliseconds.
+pub(crate) fn requeued(controller: &Arc<str>, key: &Arc<str>, reason: &'static str, n: i64) {
+    pipeline::record(|| Step::new(Stage::Requeue, controller.clone(), key.clone(), reason).n(n));
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
