@@ -49,8 +49,8 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
 use crate::error::Result;
-use crate::steps;
 use crate::keys::meta_namespace_key;
+use crate::steps;
 
 pub mod replace;
 pub use replace::Replacement;

@@ -109,8 +109,8 @@ pub mod registration;
 pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
-pub mod store;
 mod steps;
+pub mod store;
 pub mod testing;
 
 pub use delta_fifo::{

@@ -49,8 +49,8 @@ use crate::delta_fifo::{
     TransformFunc, prepare_object,
 };
 use crate::error::Result;
-use crate::steps;
 use crate::keys::{KeyMap, KeySet, meta_namespace_key};
+use crate::steps;
 
 /// The most events [`RealFifo::pop_batch`] hands out at once (client-go's
 /// `defaultBatchSize`).

@@ -303,10 +303,13 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             // the live events that follow fit together exactly.
             for obj in self.inner.indexer.list() {
                 let key = meta_namespace_key(&*obj).ok().map(Arc::from);
-                listener.add(key, Notification::Add {
-                    obj,
-                    is_in_initial_list: true,
-                });
+                listener.add(
+                    key,
+                    Notification::Add {
+                        obj,
+                        is_in_initial_list: true,
+                    },
+                );
             }
             // The snapshot is as fresh as the cache: say so, as a bookmark would.
             let rv = self.inner.indexer.last_store_sync_resource_version();
@@ -442,6 +445,25 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 .with_synced_signal(synced)
                 .into(),
         });
+        // The page's FIFO depth and indexer size, for as long as this run lasts.
+        let fifo_weak = Arc::downgrade(&fifo);
+        pipeline::gauges().register(
+            self.inner.component.to_string(),
+            pipeline::Stage::Fifo,
+            "depth",
+            move || fifo_weak.upgrade().map(|f| count(f.len())),
+        );
+        let inner_weak = Arc::downgrade(&self.inner);
+        let running = Arc::downgrade(&fifo);
+        pipeline::gauges().register(
+            self.inner.component.to_string(),
+            pipeline::Stage::Indexer,
+            "size",
+            move || {
+                running.upgrade()?;
+                inner_weak.upgrade().map(|i| count(i.indexer.len()))
+            },
+        );
         let reflector = Arc::new(
             Reflector::new(
                 self.inner.name.clone(),
@@ -483,6 +505,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
 /// The resourceVersion of a delta that came from a watch event (`ADDED`,
 /// `MODIFIED`, `DELETED`), not from a list, a resync or a tombstone.
+/// A size as a gauge value.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn watch_event_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
     let obj = match delta {
         Delta::Added(obj) | Delta::Updated(obj) => obj,

@@ -29,7 +29,12 @@ pub(crate) fn delta_name(delta_type: DeltaType) -> &'static str {
 
 /// A delta for `key` joined the FIFO, which now holds `depth` entries; the step
 /// carries the object's resourceVersion. Bookmarks belong to no key and are skipped.
-pub(crate) fn queued<K: Resource>(component: &Arc<str>, key: &Arc<str>, delta: &Delta<K>, depth: usize) {
+pub(crate) fn queued<K: Resource>(
+    component: &Arc<str>,
+    key: &Arc<str>,
+    delta: &Delta<K>,
+    depth: usize,
+) {
     if matches!(delta, Delta::Bookmark(_)) {
         return;
     }
@@ -41,7 +46,10 @@ pub(crate) fn queued<K: Resource>(component: &Arc<str>, key: &Arc<str>, delta: &
             delta_name(delta.delta_type()),
         )
         .n(i64::try_from(depth).unwrap_or(i64::MAX));
-        match delta.object().and_then(|o| o.meta().resource_version.as_deref()) {
+        match delta
+            .object()
+            .and_then(|o| o.meta().resource_version.as_deref())
+        {
             Some(rv) => step.text(rv),
             None => step,
         }

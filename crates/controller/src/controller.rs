@@ -40,6 +40,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -103,6 +104,8 @@ pub struct Controller<H> {
     synced: Arc<[InformerSynced]>,
     drain_timeout: Duration,
     freshness: Option<Freshness>,
+    /// Syncs running now, for the pipeline view.
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl<H> Clone for Controller<H> {
@@ -114,6 +117,7 @@ impl<H> Clone for Controller<H> {
             synced: Arc::clone(&self.synced),
             drain_timeout: self.drain_timeout,
             freshness: self.freshness.clone(),
+            in_flight: Arc::clone(&self.in_flight),
         }
     }
 }
@@ -147,6 +151,7 @@ impl<H: SyncHandler> Controller<H> {
             synced: Arc::new([]),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             freshness: None,
+            in_flight: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -217,6 +222,7 @@ impl<H: SyncHandler> Controller<H> {
         }
 
         metrics::init_reconcile_metrics(&self.name);
+        let _gauges = steps::register_gauges(&self.name, &self.queue, &self.in_flight);
         let workers = workers.max(1);
         info!(controller = %self.name, workers, "starting workers");
         let mut tasks = JoinSet::new();
@@ -292,6 +298,7 @@ impl<H: SyncHandler> Controller<H> {
             key: Arc::clone(&traced),
         };
         steps::sync_started(&self.name, &traced);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
         let started = tokio::time::Instant::now();
         let outcome = pipeline::in_sync(
             scope,
@@ -301,6 +308,7 @@ impl<H: SyncHandler> Controller<H> {
         )
         .await;
         let elapsed = started.elapsed();
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let result = match &outcome {
             Ok(Ok(Action::Done)) => ReconcileResult::Success,
             Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,

@@ -6,10 +6,11 @@
 //! finds the key through [`pipeline::current_sync`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pipeline::{Stage, Step};
-use workqueue::{AddOutcome, QueueObserver};
+use workqueue::{AddOutcome, QueueObserver, RateLimitingQueue};
 
 /// Records every add to a controller's queue as a [`Stage::Queue`] step: `queued`,
 /// `raised`, `dirty`, `deduped` (n = priority), or `delayed` (n = milliseconds).
@@ -20,15 +21,25 @@ pub(crate) struct QueueSteps {
 impl QueueObserver<String> for QueueSteps {
     fn added(&self, key: &String, priority: i32, outcome: AddOutcome) {
         pipeline::record(|| {
-            Step::new(Stage::Queue, self.controller.clone(), Arc::from(key.as_str()), outcome.name())
-                .n(i64::from(priority))
+            Step::new(
+                Stage::Queue,
+                self.controller.clone(),
+                Arc::from(key.as_str()),
+                outcome.name(),
+            )
+            .n(i64::from(priority))
         });
     }
 
     fn delayed(&self, key: &String, delay: Duration, _priority: i32) {
         pipeline::record(|| {
-            Step::new(Stage::Queue, self.controller.clone(), Arc::from(key.as_str()), "delayed")
-                .n(millis(delay))
+            Step::new(
+                Stage::Queue,
+                self.controller.clone(),
+                Arc::from(key.as_str()),
+                "delayed",
+            )
+            .n(millis(delay))
         });
     }
 }
@@ -56,7 +67,8 @@ pub(crate) fn sync_ended(
     message: Option<String>,
 ) {
     pipeline::record(|| {
-        let step = Step::new(Stage::Sync, controller.clone(), key.clone(), result).n(millis(elapsed));
+        let step =
+            Step::new(Stage::Sync, controller.clone(), key.clone(), result).n(millis(elapsed));
         match message {
             Some(message) => step.text(message),
             None => step,
@@ -69,6 +81,31 @@ pub(crate) fn sync_ended(
 /// requeue-after delay in milliseconds.
 pub(crate) fn requeued(controller: &Arc<str>, key: &Arc<str>, reason: &'static str, n: i64) {
     pipeline::record(|| Step::new(Stage::Requeue, controller.clone(), key.clone(), reason).n(n));
+}
+
+/// Registers the page's queue depth and syncs-in-flight readers for `controller`;
+/// they answer for as long as the returned guard lives (the controller's `run`).
+pub(crate) fn register_gauges(
+    controller: &str,
+    queue: &RateLimitingQueue<String>,
+    in_flight: &Arc<AtomicUsize>,
+) -> Arc<()> {
+    let alive = Arc::new(());
+    let (running, queue) = (Arc::downgrade(&alive), queue.clone());
+    pipeline::gauges().register(controller, Stage::Queue, "depth", move || {
+        running.upgrade().map(|_| count(queue.len()))
+    });
+    let (running, in_flight) = (Arc::downgrade(&alive), Arc::clone(in_flight));
+    pipeline::gauges().register(controller, Stage::Sync, "in_flight", move || {
+        running
+            .upgrade()
+            .map(|_| count(in_flight.load(Ordering::Relaxed)))
+    });
+    alive
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn millis(d: Duration) -> i64 {

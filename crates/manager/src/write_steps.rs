@@ -91,7 +91,11 @@ mod tests {
         let service = WriteStepsLayer.layer(tower::service_fn(|_req: http::Request<()>| async {
             Ok::<_, Infallible>(http::Response::builder().status(201).body(()).unwrap())
         }));
-        let req = http::Request::builder().method(method).uri(path).body(()).unwrap();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(())
+            .unwrap();
         service.oneshot(req).await.unwrap();
     }
 
@@ -103,12 +107,24 @@ mod tests {
             key: Arc::from(key),
         };
         pipeline::in_sync(scope, async {
-            send(http::Method::GET, "/apis/apps/v1/namespaces/write-steps-test/deployments/web").await;
-            send(http::Method::POST, "/apis/apps/v1/namespaces/write-steps-test/deployments?fieldManager=x").await;
+            send(
+                http::Method::GET,
+                "/apis/apps/v1/namespaces/write-steps-test/deployments/web",
+            )
+            .await;
+            send(
+                http::Method::POST,
+                "/apis/apps/v1/namespaces/write-steps-test/deployments?fieldManager=x",
+            )
+            .await;
         })
         .await;
         // Outside a sync: not attributed to any key.
-        send(http::Method::DELETE, "/apis/apps/v1/namespaces/write-steps-test/deployments/web").await;
+        send(
+            http::Method::DELETE,
+            "/apis/apps/v1/namespaces/write-steps-test/deployments/web",
+        )
+        .await;
 
         let trip = pipeline::trip(key);
         let writes: Vec<_> = trip

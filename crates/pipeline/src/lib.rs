@@ -34,6 +34,7 @@
 //! assert_eq!(trip[1].stage, Stage::Indexer);
 //! ```
 
+mod gauges;
 mod scope;
 mod stage;
 mod step;
@@ -41,6 +42,7 @@ mod trace;
 
 use std::sync::LazyLock;
 
+pub use gauges::{GaugeValue, Gauges};
 pub use scope::{SyncScope, current_sync, in_sync};
 pub use stage::Stage;
 pub use step::Step;
@@ -57,9 +59,16 @@ static GLOBAL: LazyLock<Trace> = LazyLock::new(|| {
     trace
 });
 
+static GAUGES: LazyLock<Gauges> = LazyLock::new(Gauges::default);
+
 /// The process-wide trace every stage records into.
 pub fn global() -> &'static Trace {
     &GLOBAL
+}
+
+/// The process-wide size readers (see [`Gauges`]).
+pub fn gauges() -> &'static Gauges {
+    &GAUGES
 }
 
 /// Records a step in the [`global`] trace (see [`Trace::record`]).

@@ -188,11 +188,23 @@ mod tests {
         for i in 0..10 {
             trace.record(|| step(Stage::Fifo, &format!("ns/{i}"), "Added"));
         }
-        let fifo: Vec<_> = trace.recent(Stage::Fifo, 10).iter().map(|s| s.key.to_string()).collect();
+        let fifo: Vec<_> = trace
+            .recent(Stage::Fifo, 10)
+            .iter()
+            .map(|s| s.key.to_string())
+            .collect();
         assert_eq!(fifo, ["ns/7", "ns/8", "ns/9"]);
-        assert_eq!(trace.trip("ns/a").len(), 1, "the sync step survived the FIFO flood");
+        assert_eq!(
+            trace.trip("ns/a").len(),
+            1,
+            "the sync step survived the FIFO flood"
+        );
         let counts = trace.counts();
-        assert_eq!(counts[Stage::Fifo.index()].count, 10, "counts are not capped");
+        assert_eq!(
+            counts[Stage::Fifo.index()].count,
+            10,
+            "counts are not capped"
+        );
         assert_eq!(counts[Stage::Sync.index()].count, 1);
     }
 

@@ -66,10 +66,16 @@ mod tests {
 
     impl QueueObserver<&'static str> for Seen {
         fn added(&self, item: &&'static str, priority: i32, outcome: AddOutcome) {
-            self.0.lock().unwrap().push(format!("{item} {} p{priority}", outcome.name()));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{item} {} p{priority}", outcome.name()));
         }
         fn delayed(&self, item: &&'static str, delay: Duration, priority: i32) {
-            self.0.lock().unwrap().push(format!("{item} delayed {delay:?} p{priority}"));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{item} delayed {delay:?} p{priority}"));
         }
     }
 
@@ -90,7 +96,13 @@ mod tests {
 
         assert_eq!(
             *seen.0.lock().unwrap(),
-            ["a queued p0", "a deduped p0", "a raised p10", "a dirty p0", "b queued p0"]
+            [
+                "a queued p0",
+                "a deduped p0",
+                "a raised p10",
+                "a dirty p0",
+                "b queued p0"
+            ]
         );
     }
 
@@ -102,6 +114,9 @@ mod tests {
         queue.add_after("a", Duration::from_millis(50));
         tokio::time::sleep(Duration::from_millis(60)).await;
         assert_eq!(queue.len(), 1);
-        assert_eq!(*seen.0.lock().unwrap(), ["a delayed 50ms p0", "a queued p0"]);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["a delayed 50ms p0", "a queued p0"]
+        );
     }
 }
