@@ -1,9 +1,11 @@
 //! The loop's steps in the [`pipeline`] trace: what the queue did with a key, which
 //! worker took it, how its sync went, and why it went back in line.
 //!
-//! The informer's steps (FIFO, indexer, handlers) are recorded by the cache crate;
-//! API writes made during a sync by the HTTP client (manager's client stack), which
-//! finds the key through [`pipeline::current_sync`].
+//! The informer's steps (FIFO, indexer, handlers) are recorded by the cache crate.
+//! API writes are reported by the sync handlers themselves ([`record_write`]), with
+//! the object the API server returned: the place that knows a write happened and what
+//! it produced. (An HTTP-client layer cannot do it: kube's client hands every request
+//! to a buffer task, where the sync's task-local scope is out of sight.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,6 +83,39 @@ pub(crate) fn sync_ended(
 /// requeue-after delay in milliseconds.
 pub(crate) fn requeued(controller: &Arc<str>, key: &Arc<str>, reason: &'static str, n: i64) {
     pipeline::record(|| Step::new(Stage::Requeue, controller.clone(), key.clone(), reason).n(n));
+}
+
+/// Records that the running sync wrote `obj` (a create, update, patch or status
+/// update; pass what the API server returned) as a [`Stage::Write`] step of the key
+/// being synced: `what` is the object's kind, the text its `namespace/name` and new
+/// resourceVersion. Outside a sync (see [`pipeline::in_sync`]) it records nothing.
+///
+/// The controllers call it next to [`Freshness::wrote`](crate::Freshness::wrote),
+/// for every write, whether or not the staleness guard is on.
+pub fn record_write<K: kube::Resource>(obj: &K) {
+    let meta = obj.meta();
+    record_write_version::<K>(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.resource_version.as_deref(),
+    );
+}
+
+/// [`record_write`] for a write that answered with a version but not a whole `K` (a
+/// metadata-only patch, for example).
+pub fn record_write_version<K>(namespace: &str, name: &str, resource_version: Option<&str>) {
+    if !pipeline::enabled() {
+        return;
+    }
+    let Some(scope) = pipeline::current_sync() else {
+        return;
+    };
+    let text = format!(
+        "{namespace}/{name} resourceVersion {}",
+        resource_version.unwrap_or("?")
+    );
+    let what = pipeline::short_type_name::<K>();
+    pipeline::record(|| Step::new(Stage::Write, scope.controller, scope.key, what).text(text));
 }
 
 /// Registers the page's queue depth and syncs-in-flight readers for `controller`;

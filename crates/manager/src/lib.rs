@@ -67,7 +67,6 @@ pub mod manager;
 pub mod options;
 pub mod signals;
 pub mod throttle;
-pub mod write_steps;
 
 pub use events::EventsApi;
 pub use logging::{LogFormat, init_logging};
@@ -75,4 +74,3 @@ pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
 pub use signals::setup_signal_handler;
 pub use throttle::{ThrottleLayer, ThrottleStats};
-pub use write_steps::WriteStepsLayer;

@@ -16,7 +16,6 @@ use leaderelection::parse_duration;
 
 use crate::logging::LogFormat;
 use crate::throttle::{DEFAULT_BURST, DEFAULT_QPS, ThrottleLayer, ThrottleStats};
-use crate::write_steps::WriteStepsLayer;
 
 /// How to reach the API server: client-go's `clientcmd.BuildConfigFromFlags`.
 #[derive(Debug, Clone, Args)]
@@ -149,13 +148,11 @@ impl ClientArgs {
             kube::client::ClientBuilder::try_from(config)
                 .map_err(ClientConfigError::Client)?
                 .with_layer(&throttle)
-                .with_layer(&WriteStepsLayer)
                 .build()
         } else {
             crate::client::http2_client_builder(&config)
                 .map_err(ClientConfigError::Client)?
                 .with_layer(&throttle)
-                .with_layer(&WriteStepsLayer)
                 .build()
         };
         Ok((client, stats))

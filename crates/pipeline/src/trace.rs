@@ -125,7 +125,7 @@ impl Trace {
                     .collect::<Vec<_>>()
             })
             .collect();
-        steps.sort_by(|a, b| b.0.cmp(&a.0));
+        steps.sort_by_key(|s| std::cmp::Reverse(s.0));
         let mut keys: Vec<String> = Vec::new();
         for (_, key) in steps {
             if keys.len() == limit {
