@@ -45,6 +45,10 @@ K8S_VERSION=oldest bash hack/control-plane.sh build
 log "hack/install-qemu.sh"
 bash hack/install-qemu.sh
 
+# --- Chromium for the pipeline page's browser test (the sample-controller e2e suite) --
+log "hack/install-chromium.sh"
+bash hack/install-chromium.sh
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -36,6 +36,8 @@
 #                           500 (each page queued as it arrives, one page of read-ahead)
 #   ours-deltafifo          ours with set_queue_kind(DeltaFifo): the classic per-key queue
 #                           instead of the RealFIFO (not in IMPLS by default)
+#   ours-untraced           ours with the pipeline trace off (PIPELINE_TRACE=off): the cost
+#                           of the always-on /debug/pipeline recording (not in IMPLS by default)
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
 #                           most-recent list in pages of 500; timed until wait_until_ready
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
@@ -102,7 +104,7 @@ OUT="$(cd "$OUT" && pwd)"
 say() { printf '\n=== %s\n' "$*"; }
 die() { printf 'informer-sync.sh: %s\n' "$*" >&2; exit 1; }
 
-KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
+KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
 read -r -a impls <<<"$IMPLS"
 [ ${#impls[@]} -gt 0 ] || die "IMPLS is empty"
 for i in "${impls[@]}"; do
@@ -299,7 +301,7 @@ DOC = {
     "etcd": "kube-apiserver with --feature-gates=ListFromCacheSnapshot=false: paged lists' continuation pages "
             "read from etcd (first pages, RV=0 lists and streaming lists from the watch cache)",
 }
-impls = ["ours", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
+impls = ["ours", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
          "kube-runtime-streaming", "client-go", "client-go-streaming", "client-go-transform",
          "client-go-streaming-transform"]
 sizes = sorted({s for s, _, _ in runs})
@@ -336,7 +338,8 @@ pairs = [("ours", "kube-runtime"), ("ours", "client-go-streaming"), ("ours", "cl
          ("ours", "ours-plain"), ("ours-plain", "kube-runtime"),
          ("ours-transform", "kube-runtime-transform"), ("ours-transform", "client-go-streaming-transform"),
          ("ours-transform", "client-go-transform"), ("ours", "kube-runtime-streaming"),
-         ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours-deltafifo", "kube-runtime")]
+         ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours-deltafifo", "kube-runtime"),
+         ("ours", "ours-untraced")]
 for s in sizes:
     for st in states:
         for a, b in pairs:

@@ -50,6 +50,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::error::Result;
 use crate::keys::meta_namespace_key;
+use crate::steps;
 
 pub mod replace;
 pub use replace::Replacement;
@@ -237,6 +238,8 @@ pub struct DeltaFifo<K> {
     synced: watch::Sender<bool>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     transform: Option<TransformFunc<K>>,
+    /// `K`'s name in the pipeline trace.
+    component: Arc<str>,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -269,6 +272,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             synced: watch::Sender::new(false),
             known_objects,
             transform,
+            component: steps::component::<K>(),
         }
     }
 
@@ -378,6 +382,9 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Appends a delta for `key`, collapsing a duplicate deletion. Returns whether
     /// the key joined the queue (it was not queued yet).
     fn queue_action(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) -> bool {
+        // Depth in keys: a key already queued gains a delta, not a place in line.
+        let depth = st.queue.len() + usize::from(!st.items.contains_key(&key));
+        steps::queued(&self.component, &key, &delta, depth);
         match st.items.get_mut(&key) {
             Some(deltas) if !deltas.is_empty() => {
                 deltas.push(delta);

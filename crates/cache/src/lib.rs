@@ -109,6 +109,7 @@ pub mod registration;
 pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
+mod steps;
 pub mod store;
 pub mod testing;
 

@@ -32,6 +32,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::delta_fifo::DeletedObject;
+use crate::steps;
 
 /// Receives an informer's notifications: client-go's `ResourceEventHandler`.
 ///
@@ -238,7 +239,8 @@ impl SyncTracker {
 /// The informer's side of one registered handler: client-go's `processorListener`.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    tx: mpsc::Sender<Notification<K>>,
+    /// Each notification travels with its object's key, for the pipeline trace.
+    tx: mpsc::Sender<(Option<Arc<str>>, Notification<K>)>,
     pub(crate) tracker: Arc<SyncTracker>,
     resync_period: Option<Duration>,
     next_resync: Instant,
@@ -259,11 +261,12 @@ impl<K: Send + Sync + 'static> Listener<K> {
         let runtime = tokio::runtime::Handle::try_current().ok();
         let (thread_name, thread_tracker) = (format!("handler-{name}-{id}"), tracker.clone());
         let informer = name.to_string();
+        let component = steps::component::<K>();
         let spawned = std::thread::Builder::new()
             .name(thread_name)
             .spawn(move || {
                 let _runtime = runtime.as_ref().map(|r| r.enter());
-                run(&informer, handler.as_ref(), rx, &thread_tracker);
+                run(&informer, &component, handler.as_ref(), rx, &thread_tracker);
             });
         if let Err(e) = spawned {
             // The notifications then pile up unread; say so loudly.
@@ -279,8 +282,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Queues a notification (never blocks).
-    pub(crate) fn add(&self, notification: Notification<K>) {
+    /// Queues a notification about the object at `key` (never blocks).
+    pub(crate) fn add(&self, key: Option<Arc<str>>, notification: Notification<K>) {
         if let Notification::Add {
             is_in_initial_list: true,
             ..
@@ -290,7 +293,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         // A send fails only when the handler's thread is gone: it could not be
         // started (logged in `spawn`); it runs for as long as the listener exists.
-        let _ = self.tx.send(notification);
+        let _ = self.tx.send((key, notification));
     }
 
     /// Marks the listener as part of this resync round if its period is due:
@@ -316,11 +319,12 @@ impl<K: Send + Sync + 'static> Listener<K> {
 /// until the informer drops the listener.
 fn run<K: Send + Sync + 'static>(
     name: &str,
+    component: &Arc<str>,
     handler: &dyn EventHandler<K>,
-    rx: mpsc::Receiver<Notification<K>>,
+    rx: mpsc::Receiver<(Option<Arc<str>>, Notification<K>)>,
     tracker: &SyncTracker,
 ) {
-    while let Ok(notification) = rx.recv() {
+    while let Ok((key, notification)) = rx.recv() {
         let initial = matches!(
             notification,
             Notification::Add {
@@ -328,6 +332,15 @@ fn run<K: Send + Sync + 'static>(
                 ..
             }
         );
+        if let Some(key) = &key {
+            let call = match notification {
+                Notification::Add { .. } => "on_add",
+                Notification::Update { .. } => "on_update",
+                Notification::Delete(_) => "on_delete",
+                Notification::Bookmark(_) => "on_bookmark",
+            };
+            steps::handled(component, key, call, initial);
+        }
         let result = catch_unwind(AssertUnwindSafe(|| match &notification {
             Notification::Add {
                 obj,

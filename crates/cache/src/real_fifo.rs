@@ -50,6 +50,7 @@ use crate::delta_fifo::{
 };
 use crate::error::Result;
 use crate::keys::{KeyMap, KeySet, meta_namespace_key};
+use crate::steps;
 
 /// The most events [`RealFifo::pop_batch`] hands out at once (client-go's
 /// `defaultBatchSize`).
@@ -71,6 +72,8 @@ pub struct RealFifo<K> {
     synced: watch::Sender<bool>,
     known_objects: Arc<dyn KeyListerGetter<K>>,
     transform: Option<TransformFunc<K>>,
+    /// `K`'s name in the pipeline trace.
+    component: Arc<str>,
 }
 
 impl<K> fmt::Debug for RealFifo<K> {
@@ -101,6 +104,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             synced: watch::Sender::new(false),
             known_objects,
             transform,
+            component: steps::component::<K>(),
         }
     }
 
@@ -115,6 +119,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     }
 
     fn push(&self, st: &mut State<K>, key: Arc<str>, delta: Delta<K>) {
+        steps::queued(&self.component, &key, &delta, st.items.len() + 1);
         st.items.push_back((key, delta));
         self.ready.notify_one();
     }

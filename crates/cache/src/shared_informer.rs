@@ -38,12 +38,14 @@ use tokio_util::sync::CancellationToken;
 use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
 use crate::error::{Error, Result};
 use crate::informer_queue::{InformerQueue, QueueKind};
+use crate::keys::meta_namespace_key;
 use crate::lister::Lister;
 use crate::lister_watcher::ListerWatcher;
 use crate::processor_listener::{EventHandler, Listener, Notification};
 use crate::real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 use crate::reflector::{BackoffConfig, Reflector};
 use crate::registration::ResourceEventHandlerRegistration;
+use crate::steps;
 use crate::store::{Indexer, Indexers};
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
@@ -55,10 +57,10 @@ struct Processor<K> {
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
-    fn distribute(&self, notification: Notification<K>, is_sync: bool) {
+    fn distribute(&self, key: Option<&Arc<str>>, notification: Notification<K>, is_sync: bool) {
         for listener in &self.listeners {
             if !is_sync || listener.syncing {
-                listener.add(notification.clone());
+                listener.add(key.cloned(), notification.clone());
             }
         }
     }
@@ -66,6 +68,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
 struct Inner<K> {
     name: String,
+    /// `K`'s name in the pipeline trace.
+    component: Arc<str>,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
@@ -110,18 +114,25 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 Delta::Bookmark(rv) => {
                     reached = None;
                     self.indexer.bookmark(rv.clone());
-                    processor.distribute(Notification::Bookmark(rv), false);
+                    processor.distribute(None, Notification::Bookmark(rv), false);
                 }
                 Delta::Added(obj)
                 | Delta::Updated(obj)
                 | Delta::Replaced(obj)
                 | Delta::Sync(obj) => match self.indexer.add(key.clone(), obj.clone()) {
                     Some(old) => {
+                        steps::indexed(&self.component, &key, "update");
                         let is_sync = old.meta().resource_version == obj.meta().resource_version;
-                        processor.distribute(Notification::Update { old, new: obj }, is_sync);
+                        processor.distribute(
+                            Some(&key),
+                            Notification::Update { old, new: obj },
+                            is_sync,
+                        );
                     }
                     None => {
+                        steps::indexed(&self.component, &key, "add");
                         processor.distribute(
+                            Some(&key),
                             Notification::Add {
                                 obj,
                                 is_in_initial_list,
@@ -132,7 +143,8 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 },
                 Delta::Deleted(deleted) => {
                     self.indexer.delete(&key);
-                    processor.distribute(Notification::Delete(deleted), false);
+                    steps::indexed(&self.component, &key, "delete");
+                    processor.distribute(Some(&key), Notification::Delete(deleted), false);
                 }
             }
         }
@@ -243,6 +255,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         Self {
             inner: Arc::new(Inner {
                 name: name.into(),
+                component: steps::component::<K>(),
                 lister_watcher,
                 indexer,
                 processor: Mutex::new(Processor {
@@ -289,15 +302,19 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             // Under the processor lock no delta is being applied: this snapshot and
             // the live events that follow fit together exactly.
             for obj in self.inner.indexer.list() {
-                listener.add(Notification::Add {
-                    obj,
-                    is_in_initial_list: true,
-                });
+                let key = meta_namespace_key(&*obj).ok().map(Arc::from);
+                listener.add(
+                    key,
+                    Notification::Add {
+                        obj,
+                        is_in_initial_list: true,
+                    },
+                );
             }
             // The snapshot is as fresh as the cache: say so, as a bookmark would.
             let rv = self.inner.indexer.last_store_sync_resource_version();
             if let (true, Some(rv)) = (self.inner.in_order.load(Ordering::SeqCst), rv) {
-                listener.add(Notification::Bookmark(rv));
+                listener.add(None, Notification::Bookmark(rv));
             }
         }
         let tracker = listener.tracker.clone();
@@ -428,6 +445,25 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 .with_synced_signal(synced)
                 .into(),
         });
+        // The page's FIFO depth and indexer size, for as long as this run lasts.
+        let fifo_weak = Arc::downgrade(&fifo);
+        pipeline::gauges().register(
+            self.inner.component.to_string(),
+            pipeline::Stage::Fifo,
+            "depth",
+            move || fifo_weak.upgrade().map(|f| count(f.len())),
+        );
+        let inner_weak = Arc::downgrade(&self.inner);
+        let running = Arc::downgrade(&fifo);
+        pipeline::gauges().register(
+            self.inner.component.to_string(),
+            pipeline::Stage::Indexer,
+            "size",
+            move || {
+                running.upgrade()?;
+                inner_weak.upgrade().map(|i| count(i.indexer.len()))
+            },
+        );
         let reflector = Arc::new(
             Reflector::new(
                 self.inner.name.clone(),
@@ -469,6 +505,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
 /// The resourceVersion of a delta that came from a watch event (`ADDED`,
 /// `MODIFIED`, `DELETED`), not from a list, a resync or a tombstone.
+/// A size as a gauge value.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn watch_event_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
     let obj = match delta {
         Delta::Added(obj) | Delta::Updated(obj) => obj,

@@ -40,18 +40,20 @@ use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, error, info, warn};
+use tracing::{Instrument, debug, error, info, info_span, warn};
 use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics::{self, ReconcileResult};
+use crate::steps;
 use crate::sync_handler::{Action, SyncHandler};
 
 /// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
@@ -102,6 +104,8 @@ pub struct Controller<H> {
     synced: Arc<[InformerSynced]>,
     drain_timeout: Duration,
     freshness: Option<Freshness>,
+    /// Syncs running now, for the pipeline view.
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl<H> Clone for Controller<H> {
@@ -113,6 +117,7 @@ impl<H> Clone for Controller<H> {
             synced: Arc::clone(&self.synced),
             drain_timeout: self.drain_timeout,
             freshness: self.freshness.clone(),
+            in_flight: Arc::clone(&self.in_flight),
         }
     }
 }
@@ -133,13 +138,20 @@ impl<H: SyncHandler> Controller<H> {
     /// A controller named `name` (used in logs) that syncs the keys of `queue` with
     /// `handler`. Keep a clone of `queue` for the event handlers.
     pub fn new(name: impl Into<String>, queue: RateLimitingQueue<String>, handler: H) -> Self {
+        let name: Arc<str> = name.into().into();
+        // The queue's steps in the pipeline trace (a queue shared by two controllers
+        // keeps the first one's name).
+        queue.set_observer(Arc::new(steps::QueueSteps {
+            controller: Arc::clone(&name),
+        }));
         Self {
-            name: name.into().into(),
+            name,
             queue,
             handler: Arc::new(handler),
             synced: Arc::new([]),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             freshness: None,
+            in_flight: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -210,12 +222,13 @@ impl<H: SyncHandler> Controller<H> {
         }
 
         metrics::init_reconcile_metrics(&self.name);
+        let _gauges = steps::register_gauges(&self.name, &self.queue, &self.in_flight);
         let workers = workers.max(1);
         info!(controller = %self.name, workers, "starting workers");
         let mut tasks = JoinSet::new();
-        for _ in 0..workers {
+        for worker in 0..workers {
             let this = self.clone();
-            tasks.spawn(async move { this.run_worker().await });
+            tasks.spawn(async move { while this.process_next(worker).await {} });
         }
         info!(controller = %self.name, "started workers");
 
@@ -251,6 +264,12 @@ impl<H: SyncHandler> Controller<H> {
     ///
     /// Returns `false` once the queue is shut down and empty, which ends the worker.
     pub async fn process_next_work_item(&self) -> bool {
+        self.process_next(0).await
+    }
+
+    /// [`process_next_work_item`](Self::process_next_work_item) on worker number
+    /// `worker` (for the pipeline trace).
+    async fn process_next(&self, worker: usize) -> bool {
         // Wait for a key. The guard marks it done when dropped at the end of this
         // function, on every path (even a panic), so the key can be handed out again.
         let Some(item) = self.queue.get().await else {
@@ -261,17 +280,35 @@ impl<H: SyncHandler> Controller<H> {
         // reconcileHandler does the same): a low-priority catch-up key that fails
         // does not jump ahead of real changes by failing.
         let priority = item.priority();
+        let traced: Arc<str> = Arc::from(key.as_str());
+        steps::took(&self.name, &traced, worker);
 
         if !self.is_fresh(key, priority) {
             // Parked until the caches catch up; the WorkItem guard marks the key done.
+            steps::requeued(&self.name, &traced, "parked", 0);
             return true;
         }
 
+        // The span carries the key through every log line of the sync (RUST_LOG
+        // shows the same trip as the pipeline view); the sync scope lets the HTTP
+        // client attribute the sync's API writes to the key.
+        let span = info_span!("sync", controller = %self.name, key = %key, worker);
+        let scope = pipeline::SyncScope {
+            controller: Arc::clone(&self.name),
+            key: Arc::clone(&traced),
+        };
+        steps::sync_started(&self.name, &traced);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
         let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.handler.sync(key))
-            .catch_unwind()
-            .await;
+        let outcome = pipeline::in_sync(
+            scope,
+            AssertUnwindSafe(self.handler.sync(key))
+                .catch_unwind()
+                .instrument(span),
+        )
+        .await;
         let elapsed = started.elapsed();
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let result = match &outcome {
             Ok(Ok(Action::Done)) => ReconcileResult::Success,
             Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
@@ -281,6 +318,12 @@ impl<H: SyncHandler> Controller<H> {
         // controller_runtime_reconcile_total / _errors_total / _time_seconds, when a
         // metrics registry is installed (one atomic load otherwise).
         metrics::observe_reconcile(&self.name, result, elapsed);
+        let message = match &outcome {
+            Ok(Err(err)) => Some(err.to_string()),
+            Err(panic) => Some(panic_message(&**panic).to_string()),
+            Ok(Ok(_)) => None,
+        };
+        steps::sync_ended(&self.name, &traced, result.as_str(), elapsed, message);
 
         match outcome {
             Ok(Ok(Action::Done)) => {
@@ -290,6 +333,7 @@ impl<H: SyncHandler> Controller<H> {
             }
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
+                steps::requeued(&self.name, &traced, "requeue_after", millis(after));
                 self.queue.add_after_with_priority_ref(key, after, priority);
                 debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
             }
@@ -297,6 +341,7 @@ impl<H: SyncHandler> Controller<H> {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
                 self.queue.add_rate_limited_with_priority_ref(key, priority);
+                steps::requeued(&self.name, &traced, "error", retries(&self.queue, key));
                 error!(
                     controller = %self.name,
                     key = %key,
@@ -307,6 +352,7 @@ impl<H: SyncHandler> Controller<H> {
             }
             Err(panic) => {
                 self.queue.add_rate_limited_with_priority_ref(key, priority);
+                steps::requeued(&self.name, &traced, "panic", retries(&self.queue, key));
                 error!(
                     controller = %self.name,
                     key = %key,
@@ -331,6 +377,16 @@ impl<H> Controller<H> {
             Some(freshness) => freshness.check_or_park(&self.name, key, priority, &self.queue),
         }
     }
+}
+
+/// Milliseconds of `d`, for a step.
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The key's failed tries so far, for a step.
+fn retries(queue: &RateLimitingQueue<String>, key: &String) -> i64 {
+    i64::from(queue.num_requeues(key))
 }
 
 /// The text of a panic payload (`panic!("...")` carries a `&str` or a `String`).

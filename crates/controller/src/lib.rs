@@ -95,6 +95,7 @@ pub mod informer_synced;
 pub mod loop_options;
 pub mod metrics;
 pub mod owner;
+mod steps;
 pub mod sync_handler;
 pub mod testing;
 
@@ -104,4 +105,5 @@ pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
 pub use informer_synced::{InformerSynced, registration_synced, wait_for_cache_sync};
 pub use loop_options::{Backoff, LoopOptions};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
+pub use steps::{record_write, record_write_version};
 pub use sync_handler::{Action, SyncHandler};

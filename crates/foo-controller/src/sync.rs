@@ -96,8 +96,10 @@ impl FooSyncer {
         self
     }
 
-    /// Tells the staleness guard that this sync of `key` wrote `obj`.
+    /// Tells the staleness guard that this sync of `key` wrote `obj`
+    /// (and the pipeline view, which shows it as a step of `key`'s trip).
     fn wrote<K: kube::Resource + 'static>(&self, key: &str, obj: &K) {
+        controller::record_write(obj);
         if let Some(freshness) = &self.freshness {
             freshness.wrote(key, obj);
         }

@@ -215,8 +215,12 @@ impl Manager {
         let _stop_servers = servers.clone().drop_guard();
         let serving = &self.args.serving;
         for server in [
-            metrics::bind_metrics(&serving.metrics_bind_address, self.metrics.registry.clone())
-                .await?,
+            metrics::bind_metrics_with_pipeline(
+                &serving.metrics_bind_address,
+                self.metrics.registry.clone(),
+                serving.debug_pipeline,
+            )
+            .await?,
             metrics::bind_health(&serving.health_probe_bind_address, self.health.clone()).await?,
         ]
         .into_iter()

@@ -42,6 +42,13 @@ pub struct ServingArgs {
         value_name = "ADDRESS"
     )]
     pub health_probe_bind_address: BindAddress,
+
+    /// Serve the live pipeline view on the metrics port: /debug/pipeline (a page
+    /// following one object from the watch to the API writes), with its JSON under
+    /// /debug/pipeline/state and /debug/pipeline/trip. Read-only; off by default,
+    /// since it shows object keys.
+    #[arg(long, env = "DEBUG_PIPELINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub debug_pipeline: bool,
 }
 
 #[cfg(test)]

@@ -64,6 +64,7 @@ pub mod bind_address;
 pub mod error;
 pub mod health;
 pub mod leader_election;
+pub mod pipeline_view;
 pub mod reconcile;
 pub mod reflector_metrics;
 pub mod registry;
@@ -79,7 +80,9 @@ pub use leader_election::LeaderElectionMetrics;
 pub use reconcile::ReconcileMetrics;
 pub use reflector_metrics::ReflectorMetrics;
 pub use registry::Registry;
-pub use server::{Server, bind_health, bind_metrics, serve_health, serve_metrics};
+pub use server::{
+    Server, bind_health, bind_metrics, bind_metrics_with_pipeline, serve_health, serve_metrics,
+};
 pub use workqueue_metrics::WorkqueueMetrics;
 
 /// Every metric family of a controller process, registered in one [`Registry`].

@@ -50,7 +50,8 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a server answers.
 #[derive(Clone)]
 enum Routes {
-    Metrics(Registry),
+    /// `/metrics`, and `/debug/pipeline` when the flag is set.
+    Metrics(Registry, bool),
     Health(Health),
 }
 
@@ -74,7 +75,17 @@ impl fmt::Debug for Server {
 /// Binds the metrics server (`GET /metrics`) to `addr`; `None` when `addr` is
 /// disabled.
 pub async fn bind_metrics(addr: &BindAddress, registry: Registry) -> Result<Option<Server>> {
-    bind("metrics", addr, Routes::Metrics(registry)).await
+    bind_metrics_with_pipeline(addr, registry, false).await
+}
+
+/// [`bind_metrics`], also serving the live pipeline view (`/debug/pipeline`, see
+/// [`crate::pipeline_view`]) when `pipeline` is true (`--debug-pipeline`).
+pub async fn bind_metrics_with_pipeline(
+    addr: &BindAddress,
+    registry: Registry,
+    pipeline: bool,
+) -> Result<Option<Server>> {
+    bind("metrics", addr, Routes::Metrics(registry, pipeline)).await
 }
 
 /// Binds the health probe server (`GET /healthz`, `/readyz`, `/readyz/<check>`) to
@@ -216,7 +227,11 @@ impl Routes {
                 .any(|p| p == "verbose" || p.starts_with("verbose="))
         });
         match (self, path) {
-            (Routes::Metrics(registry), "/metrics") => match registry.encode() {
+            (Routes::Metrics(_, true), path) if path.starts_with("/debug/pipeline") => {
+                crate::pipeline_view::handle(path, req.uri().query())
+                    .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found\n".into()))
+            }
+            (Routes::Metrics(registry, _), "/metrics") => match registry.encode() {
                 Ok(body) => {
                     let mut response = text(StatusCode::OK, body);
                     response.headers_mut().insert(

@@ -109,8 +109,10 @@ impl MyWebReconciler {
         self
     }
 
-    /// Tells the staleness guard that reconciling `web` wrote `obj`.
+    /// Tells the staleness guard that reconciling `web` wrote `obj`
+    /// (and the pipeline view, which shows it as a step of `web`'s trip).
     fn wrote<K: kube::Resource + 'static>(&self, web: &MyWeb, obj: &K) {
+        controller::record_write(obj);
         if let Some(freshness) = &self.freshness {
             let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
             let name = web.metadata.name.as_deref().unwrap_or_default();

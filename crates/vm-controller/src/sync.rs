@@ -138,8 +138,9 @@ impl VirtualMachineSyncer {
     }
 
     /// Tells the staleness guard that this sync wrote the VirtualMachine
-    /// `namespace/name` (its key) at `resource_version`.
+    /// `namespace/name` (its key) at `resource_version` (and the pipeline view).
     pub(crate) fn wrote(&self, namespace: &str, name: &str, resource_version: Option<&str>) {
+        controller::record_write_version::<VirtualMachine>(namespace, name, resource_version);
         if let (Some(freshness), Some(rv)) = (&self.freshness, resource_version) {
             freshness.wrote_version::<VirtualMachine>(&format!("{namespace}/{name}"), rv);
         }

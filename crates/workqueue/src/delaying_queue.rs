@@ -170,6 +170,9 @@ impl<T: Item> DelayingQueue<T> {
             self.queue.add_hashed(hash, item, priority);
             return;
         }
+        if let Some(observer) = self.queue.shared.observer.get() {
+            observer.delayed(&item, delay, priority);
+        }
         let now = Instant::now();
         let ready_at = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
         let mut w = self.delay.waiting.lock();

@@ -24,6 +24,16 @@ macro_rules! forward_queue_methods {
             self.$inner.name()
         }
 
+        /// Sets the queue's [observer](crate::observer): see
+        /// [`Queue::set_observer`](crate::Queue::set_observer).
+        #[inline]
+        pub fn set_observer(
+            &self,
+            observer: ::std::sync::Arc<dyn $crate::QueueObserver<T>>,
+        ) -> bool {
+            self.$inner.set_observer(observer)
+        }
+
         /// Adds `item` to be processed: client-go's `Add`, see
         /// [`Queue::add`](crate::Queue::add).
         #[inline]

@@ -110,6 +110,7 @@ pub mod delaying_queue;
 mod forward;
 mod item_map;
 pub mod metrics;
+pub mod observer;
 pub mod priority;
 pub mod queue;
 pub mod rate_limiter;
@@ -126,6 +127,7 @@ pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
     SettableGaugeMetric, names, set_global_metrics_provider,
 };
+pub use observer::{AddOutcome, QueueObserver};
 pub use queue::{Item, ItemState, Queue, QueueConfig};
 pub use rate_limiter::{
     ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,

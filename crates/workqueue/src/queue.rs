@@ -39,12 +39,13 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use crate::spin_lock::Mutex;
 use tokio::sync::Notify;
 
 use crate::metrics::{self, MetricsProvider, QueueMetrics};
+use crate::observer::QueueObserver;
 use crate::slots::Slots;
 use crate::work_item::{Handout, OwnedWorkItem, WorkItem};
 
@@ -153,6 +154,8 @@ pub(crate) struct Shared<T> {
     pub(crate) stopped: Arc<Notify>,
     pub(crate) name: String,
     pub(crate) metrics_provider: Option<Arc<dyn MetricsProvider>>,
+    /// Told what each add did ([`Queue::set_observer`]); unset by default.
+    pub(crate) observer: OnceLock<Arc<dyn QueueObserver<T>>>,
     /// [`QueueConfig::fifo`]: every add counts as priority 0.
     fifo: bool,
 }
@@ -252,6 +255,7 @@ impl<T: Item> Queue<T> {
                 stopped: Arc::new(Notify::new()),
                 name: config.name,
                 metrics_provider: provider,
+                observer: OnceLock::new(),
                 fifo: config.fifo,
             }),
         };
@@ -267,6 +271,12 @@ impl<T: Item> Queue<T> {
     /// The queue's name (empty when unnamed).
     pub fn name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// Sets the queue's [observer](crate::observer), told what every add does.
+    /// Once per queue: returns `false` (and keeps the first) if one is already set.
+    pub fn set_observer(&self, observer: Arc<dyn QueueObserver<T>>) -> bool {
+        self.shared.observer.set(observer).is_ok()
     }
 
     /// Waits for an item, or returns `None` once the queue is shut down and empty:

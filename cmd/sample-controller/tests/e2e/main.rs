@@ -3,6 +3,7 @@
 //! HTTP, client-side throttling measured from outside.
 
 mod leader;
+mod pipeline;
 mod serving;
 mod throttle;
 

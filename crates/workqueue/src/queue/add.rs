@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::hash::BuildHasher;
 
 use super::{Item, ItemState, Queue};
+use crate::observer::AddOutcome;
 use crate::priority;
 use crate::slots::Found;
 
@@ -79,6 +80,9 @@ impl<T: Item> Queue<T> {
                 if let Some(m) = st.metrics.as_mut() {
                     m.add(slot.key(), priority);
                 }
+                if let Some(observer) = self.shared.observer.get() {
+                    observer.added(slot.key(), priority, AddOutcome::Queued);
+                }
                 let wake = st.wake_a_getter();
                 drop(guard);
                 if wake {
@@ -88,28 +92,34 @@ impl<T: Item> Queue<T> {
             Found::Existing(slot_ref, duplicate) => {
                 let slot = st.items.get(slot_ref);
                 let meta = &slot.meta;
-                match meta.state.get() {
+                let outcome = match meta.state.get() {
                     ItemState::Processing => {
                         meta.state.set(ItemState::ProcessingDirty);
                         meta.priority.set(priority);
                         if let Some(m) = st.metrics.as_mut() {
                             m.add(slot.key(), priority);
                         }
+                        AddOutcome::Dirty
                     }
                     ItemState::ProcessingDirty if priority > meta.priority.get() => {
                         if let Some(m) = st.metrics.as_ref() {
                             m.raise(meta.priority.get(), priority);
                         }
                         meta.priority.set(priority);
+                        AddOutcome::Raised
                     }
                     ItemState::Queued if priority > meta.priority.get() => {
                         if let Some(m) = st.metrics.as_ref() {
                             m.raise(meta.priority.get(), priority);
                         }
                         st.lanes.raise(&st.items, slot_ref, priority);
+                        AddOutcome::Raised
                     }
                     // Already dirty at the same or a higher priority: deduplicated.
-                    ItemState::Queued | ItemState::ProcessingDirty => {}
+                    ItemState::Queued | ItemState::ProcessingDirty => AddOutcome::Deduplicated,
+                };
+                if let Some(observer) = self.shared.observer.get() {
+                    observer.added(&duplicate, priority, outcome);
                 }
                 // The caller's copy is dropped after unlocking.
                 drop(guard);

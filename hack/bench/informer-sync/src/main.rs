@@ -72,6 +72,9 @@ enum Impl {
     /// Ours with set_queue_kind(DeltaFifo): the classic per-key queue instead of the
     /// default in-order RealFIFO.
     OursDeltafifo,
+    /// Ours with the pipeline trace off (PIPELINE_TRACE=off): what the always-on
+    /// recording of FIFO and indexer steps costs.
+    OursUntraced,
     /// kube-runtime reflector(store, watcher(api, Config::default())): a consistent
     /// (most recent) list, 500 per page, as ours lists.
     KubeRuntime,
@@ -92,6 +95,7 @@ impl Impl {
             Impl::OursPaged => "ours-paged",
             Impl::OursPlain => "ours-plain",
             Impl::OursDeltafifo => "ours-deltafifo",
+            Impl::OursUntraced => "ours-untraced",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
             Impl::KubeRuntimeStreaming => "kube-runtime-streaming",
@@ -104,7 +108,12 @@ impl Impl {
     fn uses_binaries_client(self) -> bool {
         matches!(
             self,
-            Impl::Ours | Impl::OursTransform | Impl::OursStrip | Impl::OursPaged | Impl::OursDeltafifo
+            Impl::Ours
+                | Impl::OursTransform
+                | Impl::OursStrip
+                | Impl::OursPaged
+                | Impl::OursDeltafifo
+                | Impl::OursUntraced
         )
     }
 }
@@ -292,7 +301,9 @@ async fn sync(
         | Impl::OursStrip
         | Impl::OursPaged
         | Impl::OursDeltafifo
+        | Impl::OursUntraced
         | Impl::OursPlain => {
+            pipeline::global().set_enabled(!matches!(implementation, Impl::OursUntraced));
             let lister_watcher = Arc::new(
                 cache::ApiListerWatcher::new(api).strip_managed_fields(matches!(implementation, Impl::OursStrip)),
             );
