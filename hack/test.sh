@@ -69,6 +69,14 @@ CACHE_TEST_QUEUE=delta cargo test -p cache --locked \
   --test informer --test informer_sync --test informer_watch_list --test informer_freshness \
   --test e2e_informer --test e2e_pager
 
+# Coverage-guided fuzzing of the parsers that read outside input, a few seconds per
+# target from the checked-in corpus (docs/reliability.md). Installs cargo-fuzz when
+# missing; builds in ~/.cache/kube-controllers-rs/fuzz-target, so a fresh clone on the
+# same machine rebuilds only what changed. Longer runs by hand:
+# FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
+log "hack/fuzz.sh (every fuzz target, ${FUZZ_SECONDS:-5}s each)"
+bash hack/fuzz.sh
+
 # The oldest release we support: a feature the newest server has and this one lacks
 # (an API field or feature added after it) must be detected with a fallback,
 # never a crash. testenv's api test checks the server really is that release.

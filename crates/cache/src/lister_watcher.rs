@@ -159,15 +159,11 @@ where
             }
         }
         async move {
-            let mut list = self
+            // With strip_managed_fields, the pager leaves them out of every item.
+            let list = self
                 .pager
                 .list::<K>(&params, self.strip_managed_fields)
                 .await?;
-            if self.strip_managed_fields {
-                for item in &mut list.items {
-                    item.meta_mut().managed_fields = None;
-                }
-            }
             Ok(ListPage {
                 items: list.items,
                 resource_version: list.metadata.resource_version.unwrap_or_default(),

@@ -163,14 +163,44 @@ impl Handler for VirtualMachineDefaulter {
             return request.denied(&Denied::new(err.to_string()).with_reason("BadRequest", 400));
         }
         match request.raw_object() {
-            Some(object) => request.patched(default_patch(object)),
+            // A patch cannot add fields under a value that is not an object: the API
+            // server would fail the whole request on it. Say what is wrong instead.
+            Some(object) => match not_an_object(object) {
+                Some((field, kind)) => request.denied(&Denied::invalid(format!(
+                    "{field}: Invalid value: {kind}: must be an object"
+                ))),
+                None => request.patched(default_patch(object)),
+            },
             None => request.allowed(),
         }
     }
 }
 
+/// The first of the object, its `spec` and `spec.resource` that is present (not null)
+/// but not a JSON object, and what it is instead.
+fn not_an_object(object: &Value) -> Option<(&'static str, &'static str)> {
+    let kind = |value: &Value| match value {
+        Value::Null | Value::Object(_) => None,
+        Value::Bool(_) => Some("a boolean"),
+        Value::Number(_) => Some("a number"),
+        Value::String(_) => Some("a string"),
+        Value::Array(_) => Some("an array"),
+    };
+    if let Some(kind) = kind(object) {
+        return Some(("object", kind));
+    }
+    let spec = object.get("spec");
+    if let Some(kind) = spec.and_then(kind) {
+        return Some(("spec", kind));
+    }
+    let resource = spec.and_then(|spec| spec.get("resource"));
+    resource.and_then(kind).map(|kind| ("spec.resource", kind))
+}
+
 /// The JSON patch that adds the omitted sizes to a VirtualMachine as the API server
-/// sent it (empty when nothing is omitted).
+/// sent it (empty when nothing is omitted). The object, its `spec` and
+/// `spec.resource` must be JSON objects where present (the defaulter refuses the
+/// request otherwise): the patch adds fields under them.
 ///
 /// ```
 /// use serde_json::json;
@@ -314,6 +344,65 @@ mod tests {
             patched(json!({"spec": {"resource": {"cpu": "1500m"}}}))["memory"],
             json!("512Mi")
         );
+    }
+
+    /// Found by the `admission_review` fuzz target: for `"object": false` (or a
+    /// `spec` or `spec.resource` that is not an object) the defaulter answered with a
+    /// patch that cannot be applied, so the API server would fail the request with a
+    /// patch error instead of a message about the object.
+    #[test]
+    fn an_object_or_spec_that_is_not_an_object_is_refused_not_patched() {
+        let review = |object: Value| {
+            Request::from_review(json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u-1",
+                    "kind": {"group": "cloudnative.tw", "version": "v1alpha1", "kind": "VirtualMachine"},
+                    "resource": {"group": "cloudnative.tw", "version": "v1alpha1", "resource": "virtualmachines"},
+                    "operation": "CREATE",
+                    "userInfo": {"username": "alice"},
+                    "object": object,
+                },
+            }))
+            .unwrap()
+        };
+        for (object, want) in [
+            (
+                json!(false),
+                "object: Invalid value: a boolean: must be an object",
+            ),
+            (
+                json!({"spec": "x"}),
+                "spec: Invalid value: a string: must be an object",
+            ),
+            (
+                json!({"spec": {"resource": [1]}}),
+                "spec.resource: Invalid value: an array: must be an object",
+            ),
+        ] {
+            let request = review(object.clone());
+            let response = VirtualMachineDefaulter.handle(&request);
+            assert!(!response.allowed, "{object}");
+            assert!(response.patch.is_none(), "{object}");
+            assert_eq!(response.result.code, 422, "{object}");
+            assert_eq!(response.result.message, want);
+            assert_eq!(response.uid, "u-1");
+        }
+        // Null is "omitted": defaulted, and the patch applies.
+        for object in [json!({"spec": null}), json!({"spec": {"resource": null}})] {
+            let request = review(object.clone());
+            let response = VirtualMachineDefaulter.handle(&request);
+            assert!(response.allowed, "{object}");
+            let patch: json_patch::Patch =
+                serde_json::from_slice(&response.patch.expect("a patch")).unwrap();
+            let mut patched = object.clone();
+            json_patch::patch(&mut patched, &patch).unwrap();
+            assert_eq!(
+                patched["spec"]["resource"],
+                json!({"cpu": "1", "memory": "256Mi", "rootDisk": "1Gi"})
+            );
+        }
     }
 
     #[test]

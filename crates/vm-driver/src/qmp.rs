@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 /// The longest QMP message accepted.
@@ -81,10 +81,12 @@ pub enum QmpError {
     },
 }
 
-/// A connected QMP session, past capabilities negotiation.
+/// A connected QMP session, past capabilities negotiation: over QEMU's unix socket
+/// ([`connect`](QmpClient::connect)), or over any byte stream
+/// ([`over`](QmpClient::over)).
 #[derive(Debug)]
-pub struct QmpClient {
-    stream: BufReader<UnixStream>,
+pub struct QmpClient<S = UnixStream> {
+    stream: BufReader<S>,
     timeout: Duration,
     next_id: u64,
 }
@@ -103,6 +105,15 @@ impl QmpClient {
                 path: path.to_owned(),
                 source,
             })?;
+        QmpClient::over(stream, timeout).await
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> QmpClient<S> {
+    /// A session over `stream`, already connected to QEMU's QMP monitor (a unix or TCP
+    /// socket, or an in-memory peer): reads the greeting and negotiates capabilities;
+    /// each step may take up to `timeout`.
+    pub async fn over(stream: S, timeout: Duration) -> Result<Self, QmpError> {
         let mut client = Self {
             stream: BufReader::new(stream),
             timeout,
@@ -442,6 +453,25 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(started.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn over_an_in_memory_peer_a_line_over_the_limit_is_a_protocol_error() {
+        let mut said = GREETING.as_bytes().to_vec();
+        said.extend_from_slice(b"{\"return\": {}, \"id\": 1}\n");
+        said.extend(std::iter::repeat_n(b' ', MAX_LINE_BYTES as usize + 1));
+        said.extend_from_slice(b"\n{\"return\": {\"status\": \"running\"}, \"id\": 3}\n");
+        let peer = tokio::io::join(&said[..], tokio::io::sink());
+        let mut client = QmpClient::over(peer, Duration::from_secs(5)).await.unwrap();
+        let err = client.query_status().await.unwrap_err();
+        assert!(
+            matches!(&err, QmpError::Protocol { detail, .. } if detail.contains("longer than")),
+            "{err:?}"
+        );
+        // The rest of the long line is skipped as blank; the next reply is read.
+        assert_eq!(client.query_status().await.unwrap(), "running");
+        let err = client.query_status().await.unwrap_err();
+        assert!(matches!(err, QmpError::Closed { .. }), "{err:?}");
     }
 
     #[tokio::test]

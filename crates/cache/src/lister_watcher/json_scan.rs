@@ -11,10 +11,17 @@
 //!   entries are about half of a typical object's decoded size and a third of its
 //!   decoding time, see docs/benchmarks.md).
 //!
-//! Values are skipped with serde_json's [`IgnoredAny`], which checks them as it goes
-//! but allocates nothing. Every function here answers `None` for anything it does not
-//! understand, and the caller then decodes the untouched bytes: a wrong guess can cost
-//! speed, never correctness.
+//! Values are skipped with serde_json's [`IgnoredAny`], which checks their syntax as it
+//! goes but allocates nothing. Every function here answers `None` for anything it does
+//! not understand, and the caller then decodes the untouched bytes: a wrong guess can
+//! cost speed, never correctness.
+//!
+//! What the cut removes is checked to be JSON (syntax and UTF-8: [`IgnoredAny`] does not
+//! check that strings are UTF-8, so the removed bytes are checked for it separately), so
+//! a body the decoder refuses is still refused after the cut. It is not checked to be
+//! *managedFields entries*: entries the decoder would refuse (a malformed `time`, say)
+//! are dropped unread, which is the point of cutting them out. The fuzz target
+//! `managed_fields` checks these rules (docs/reliability.md).
 
 use std::ops::Range;
 
@@ -139,12 +146,19 @@ fn cut(input: &[u8], cuts: &[Range<usize>], out: &mut Vec<u8>) {
 /// returns true; returns false (and leaves `out` alone) when there is nothing to
 /// remove or the input is not shaped like either. `out` is the caller's, so a
 /// stream of events reuses one buffer.
-pub(crate) fn without_managed_fields(input: &[u8], out: &mut Vec<u8>) -> bool {
+///
+/// Public only for the fuzz targets (`fuzz/`, docs/reliability.md); not part of the
+/// crate's API.
+#[doc(hidden)]
+pub fn without_managed_fields(input: &[u8], out: &mut Vec<u8>) -> bool {
     let start = ws_end(input, 0);
     if let Some(object) = find_member(input, start, b"object") {
         let Some(removal) = managed_fields_in_object(input, object.value.start) else {
             return false;
         };
+        if !is_utf8(input, std::slice::from_ref(&removal)) {
+            return false;
+        }
         cut(input, &[removal], out);
         return true;
     }
@@ -167,11 +181,18 @@ pub(crate) fn without_managed_fields(input: &[u8], out: &mut Vec<u8>) -> bool {
             }
         }
     }
-    if cuts.is_empty() {
+    if cuts.is_empty() || !is_utf8(input, &cuts) {
         return false;
     }
     cut(input, &cuts, out);
     true
+}
+
+/// Whether the bytes in `ranges` are UTF-8, as the decoder requires of every string.
+fn is_utf8(input: &[u8], ranges: &[Range<usize>]) -> bool {
+    ranges
+        .iter()
+        .all(|r| std::str::from_utf8(&input[r.clone()]).is_ok())
 }
 
 #[cfg(test)]
@@ -244,5 +265,27 @@ mod tests {
         assert_eq!(strip("not json"), None);
         assert_eq!(strip(""), None);
         assert_eq!(strip("[1,2]"), None);
+    }
+
+    /// Found by the `managed_fields` fuzz target: serde_json's `IgnoredAny` skips
+    /// strings without checking that they are UTF-8, so a managedFields entry with an
+    /// invalid byte was cut out and the line, which the decoder refuses as it is, came
+    /// out valid. The cut must never make acceptable what the decoder refuses.
+    #[test]
+    fn declines_a_cut_of_bytes_that_are_not_utf8() {
+        let mut out = b"left over".to_vec();
+        let event = b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"k\x8d\"}]}}}";
+        assert!(serde_json::from_slice::<Value>(event).is_err());
+        assert!(!without_managed_fields(event, &mut out));
+        assert_eq!(out, b"left over");
+        let page = b"{\"items\":[{\"metadata\":{\"managedFields\":[]}},{\"metadata\":{\"managedFields\":[\"\xff\"]}}]}";
+        assert!(!without_managed_fields(page, &mut out));
+        // The same bytes as valid UTF-8 are cut.
+        assert_eq!(
+            strip(
+                "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"k\u{8d}\"}]}}}"
+            ),
+            Some(json!({"type":"ADDED","object":{"metadata":{"name":"a"}}}))
+        );
     }
 }

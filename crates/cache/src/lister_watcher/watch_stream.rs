@@ -77,6 +77,27 @@ where
     .boxed()
 }
 
+/// The events [`events`] makes of a watch response body that arrives in exactly these
+/// chunks (no I/O: the body is in memory).
+///
+/// Public only for the fuzz targets (`fuzz/`, docs/reliability.md); not part of the
+/// crate's API.
+#[doc(hidden)]
+pub fn decode_chunks<K>(
+    chunks: &[&[u8]],
+    strip_managed_fields: bool,
+) -> Vec<Result<WatchEvent<K>, kube::Error>>
+where
+    K: Resource + DeserializeOwned + Send + 'static,
+{
+    let frames: Vec<Result<http_body::Frame<Bytes>, io::Error>> = chunks
+        .iter()
+        .map(|chunk| Ok(http_body::Frame::data(Bytes::copy_from_slice(chunk))))
+        .collect();
+    let body = http_body_util::StreamBody::new(futures::stream::iter(frames));
+    futures::executor::block_on(events::<K, _>(body, strip_managed_fields).collect())
+}
+
 impl<K, B> Lines<K, B>
 where
     K: Resource + DeserializeOwned,
@@ -295,6 +316,35 @@ mod tests {
             );
             assert_eq!(cm.metadata.name.as_deref(), Some("a"));
         }
+    }
+
+    /// Found by the `watch_stream` fuzz target. Stripping decides nothing the decoder
+    /// would refuse: managedFields that are not UTF-8 are an error either way. Entries
+    /// that are JSON but not valid entries (a malformed `time`) are cut out unread when
+    /// stripping (the point of it), and refused only when they are kept.
+    #[test]
+    fn stripping_refuses_broken_bytes_but_drops_malformed_entries_unread() {
+        let line = |entry: &[u8]| {
+            let mut line =
+                br#"{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":["#.to_vec();
+            line.extend_from_slice(entry);
+            line.extend_from_slice(b"]}}}\n");
+            line
+        };
+        let not_utf8 = line(b"{\"manager\":\"k\x8d\"}");
+        for strip in [false, true] {
+            let got = super::decode_chunks::<ConfigMap>(&[&not_utf8], strip);
+            assert!(
+                matches!(got.as_slice(), [Err(kube::Error::ReadEvents(_))]),
+                "strip={strip}: {:?}",
+                names(&got)
+            );
+        }
+        let bad_time = line(br#"{"manager":"k","time":"2024-05-01T10:00D00Z"}"#);
+        let kept = super::decode_chunks::<ConfigMap>(&[&bad_time], false);
+        assert!(names(&kept)[0].starts_with("error "), "{:?}", names(&kept));
+        let stripped = super::decode_chunks::<ConfigMap>(&[&bad_time], true);
+        assert_eq!(names(&stripped), ["added a"]);
     }
 
     #[tokio::test]
