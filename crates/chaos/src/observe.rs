@@ -50,17 +50,27 @@ impl Ownership {
         }
     }
 
-    /// Owners with more than one object of a kind: `kind owner-uid: names/uids`.
-    pub fn duplicates(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .expect("not poisoned")
-            .iter()
-            .filter(|(_, objects)| objects.len() > 1)
-            .map(|((kind, owner), objects)| {
-                format!("owner {owner} had {} {kind}s: {objects:?}", objects.len())
-            })
-            .collect()
+    /// Owners with more than one object of a kind, split in two: owners in
+    /// `live_owners` (a violation: nobody deletes an owned object of a live owner, and
+    /// names are fixed, so a second one means the first was deleted and recreated) and
+    /// owners deleted by the load (the first object was garbage collected after its
+    /// owner was deleted, and a controller with a stale cache made it again for the
+    /// deleted owner; the garbage collector removes that one too).
+    pub fn duplicates(&self, live_owners: &BTreeSet<String>) -> (Vec<String>, usize) {
+        let seen = self.seen.lock().expect("not poisoned");
+        let mut live = Vec::new();
+        let mut deleted = 0;
+        for ((kind, owner), objects) in seen.iter().filter(|(_, objects)| objects.len() > 1) {
+            if live_owners.contains(owner) {
+                live.push(format!(
+                    "owner {owner} had {} {kind}s: {objects:?}",
+                    objects.len()
+                ));
+            } else {
+                deleted += objects.len() - 1;
+            }
+        }
+        (live, deleted)
     }
 
     /// How many owner/kind pairs were seen.

@@ -47,6 +47,10 @@ pub struct Summary {
     pub monitor: MonitorSummary,
     /// Owner/kind pairs of owned objects seen during the run.
     pub owners_seen: usize,
+    /// Owned objects created again for an owner the load had just deleted (a stale
+    /// cache; the garbage collector removes them): not a violation, see
+    /// `observe::Ownership::duplicates`.
+    pub creates_for_deleted_owners: usize,
     /// Events in the namespace at the end, and the bound.
     pub events: (usize, usize),
     /// Replica exits during the run.
@@ -168,6 +172,11 @@ impl Summary {
             t,
             "leaders: max at once {:?}, samples without {:?}",
             self.monitor.max_leaders, self.monitor.no_leader_samples
+        );
+        let _ = writeln!(
+            t,
+            "owned objects created again for an owner already deleted (stale cache, garbage collected): {}",
+            self.creates_for_deleted_owners
         );
         let _ = writeln!(
             t,

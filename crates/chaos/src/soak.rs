@@ -3,7 +3,10 @@
 //! convergence after the last fault, check every invariant, stop every replica with
 //! SIGTERM, and summarise.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use apis::operator::v1::MyWeb;
+use apis::samplecontroller::v1alpha1::Foo;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -247,9 +250,10 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
         ));
     }
     report::classify(&findings, &mut violations, &mut environment);
+    let live_owners = live_owner_uids(&client, &args.namespace).await;
+    let (duplicates, stale_creates) = ownership.duplicates(&live_owners);
     violations.extend(
-        ownership
-            .duplicates()
+        duplicates
             .into_iter()
             .map(|d| format!("owned object created twice: {d}")),
     );
@@ -331,6 +335,7 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
         logs,
         monitor: MonitorSummary::from(&monitor),
         owners_seen: ownership.owners(),
+        creates_for_deleted_owners: stale_creates,
         events: (events, event_bound),
         exits_during_run,
         final_exits,
@@ -342,6 +347,25 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
         .write(&args.out)
         .map_err(|e| ChaosError::io("writing the summary", e))?;
     Ok(summary)
+}
+
+/// The uids of every Foo and MyWeb that exists now.
+async fn live_owner_uids(client: &Client, namespace: &str) -> BTreeSet<String> {
+    let lp = ListParams::default();
+    let mut uids = BTreeSet::new();
+    if let Ok(list) = Api::<Foo>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+    {
+        uids.extend(list.items.iter().filter_map(|o| o.metadata.uid.clone()));
+    }
+    if let Ok(list) = Api::<MyWeb>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+    {
+        uids.extend(list.items.iter().filter_map(|o| o.metadata.uid.clone()));
+    }
+    uids
 }
 
 /// Peak RSS per binary (MiB) in the first and second half of the fault phase.
