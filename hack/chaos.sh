@@ -10,7 +10,9 @@
 #
 # Every knob is an environment variable (or a flag of `chaos`, see `chaos --help`):
 # DURATION, SEED, FOOS, VMS, MYWEBS, REPLICAS, WRITERS, WRITES_PER_SECOND, FAULT_GAP,
-# FAULTS (comma-separated kinds), CONVERGENCE_BOUND. CHAOS_OUT keeps the results (logs,
+# FAULTS (comma-separated kinds), CONVERGENCE_BOUND. KEEP_CONTROL_PLANE=1 leaves the
+# control plane running at the end (to inspect it; stop it yourself).
+# control plane running at the end (to inspect it; stop it yourself). CHAOS_OUT keeps the results (logs,
 # summary.json, summary.txt, seed, plan.json) in a directory of your choice; by default
 # they go to target/chaos/<date>-<seed> and the path is printed.
 #
@@ -37,6 +39,10 @@ out=$(cd "$out" && pwd)
 cp_dir=$out/cp
 cleanup() {
   [ -d "$cp_dir/logs" ] && cp -r "$cp_dir/logs" "$out/control-plane-logs" 2>/dev/null
+  if [ "${KEEP_CONTROL_PLANE:-0}" = 1 ] && [ -d "$cp_dir" ]; then
+    log "control plane kept: KUBECONFIG=$cp_dir/kubeconfig; stop it with: hack/control-plane.sh down $cp_dir"
+    return
+  fi
   [ -d "$cp_dir" ] && bash hack/control-plane.sh down "$cp_dir" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT

@@ -235,6 +235,10 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let (after, findings) =
         converge(&client, &args.namespace, &driver, args.convergence_bound).await;
 
+    if after.is_none() {
+        dump_state(&client, &args.namespace, &args.out.join("state.json")).await;
+    }
+
     // The invariants.
     let mut violations = Vec::new();
     let mut environment = Vec::new();
@@ -347,6 +351,50 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
         .write(&args.out)
         .map_err(|e| ChaosError::io("writing the summary", e))?;
     Ok(summary)
+}
+
+/// Writes the metadata and the interesting fields of every Foo, Deployment,
+/// VirtualMachine and MyWeb to `path` (when a run did not converge: what was left).
+async fn dump_state(client: &Client, namespace: &str, path: &std::path::Path) {
+    async fn items<K>(client: &Client, namespace: &str) -> Vec<serde_json::Value>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let list = Api::<K>::namespaced(client.clone(), namespace)
+            .list(&ListParams::default())
+            .await;
+        list.map(|l| {
+            l.items
+                .iter()
+                .map(|o| {
+                    let mut v = serde_json::to_value(o).unwrap_or_default();
+                    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        meta.remove("managedFields");
+                    }
+                    if let Some(spec) = v.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                        spec.remove("template");
+                    }
+                    v
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+    let state = serde_json::json!({
+        "foos": items::<Foo>(client, namespace).await,
+        "deployments": items::<k8s_openapi::api::apps::v1::Deployment>(client, namespace).await,
+        "virtualmachines": items::<apis::cloudnative::v1alpha1::VirtualMachine>(client, namespace).await,
+        "mywebs": items::<MyWeb>(client, namespace).await,
+    });
+    let _ = std::fs::write(
+        path,
+        serde_json::to_string_pretty(&state).unwrap_or_default(),
+    );
 }
 
 /// The uids of every Foo and MyWeb that exists now.
