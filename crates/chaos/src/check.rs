@@ -109,9 +109,21 @@ pub async fn check(
             continue;
         };
         if !controlled_by(dep, &uid) {
-            f.controller.push(format!(
-                "Foo {name}: Deployment not controlled by this Foo (uid {uid})"
-            ));
+            let owner = dep
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true));
+            match owner {
+                // An earlier Foo of the same name, deleted by the load: its Deployment is
+                // the garbage collector's to remove (kube-controller-manager's job).
+                Some(o) if o.kind == "Foo" && o.name == name && o.uid != uid => f.environment.push(format!(
+                    "Deployment {}: still owned by a deleted Foo {name} (uid {}); not yet garbage collected",
+                    foo.spec.deployment_name, o.uid
+                )),
+                _ => f.controller.push(format!("Foo {name}: Deployment not controlled by this Foo (uid {uid})")),
+            }
             continue;
         }
         let desired = dep.spec.replicas.unwrap_or(1);

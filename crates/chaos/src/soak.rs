@@ -315,6 +315,10 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
             .iter()
             .map(|o| format!("key synced by two replicas at once: {o}")),
     );
+    let _ = std::fs::write(
+        args.out.join("rss.json"),
+        serde_json::to_string(&monitor.rss).unwrap_or_default(),
+    );
     let peak_rss_mib = peak_rss(&monitor, fault_phase_start, fault_phase_end);
     for (binary, (first, second)) in &peak_rss_mib {
         if *second > 2.0 * first + 100.0 {
