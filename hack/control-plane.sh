@@ -14,6 +14,9 @@
 #                                               restart kube-apiserver only (same ports, data)
 #   hack/control-plane.sh restart-etcd [DIR]    restart etcd only (same ports, data; not with
 #                                               --foreground)
+#   hack/control-plane.sh restart-controller-manager [DIR]
+#                                               restart kube-controller-manager only (not with
+#                                               --foreground)
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
 #   hack/control-plane.sh version               print the Kubernetes version selected
 #
@@ -318,11 +321,12 @@ start_apiserver() {
   start kube-apiserver "${args[@]}" "${extra[@]}"
 }
 
-# start_etcd: start etcd from the command line saved in the state dir.
-start_etcd() {
+# start_component_from_args NAME: start NAME from the command line saved in the state
+# dir ($STATE/NAME.args, one argument a line).
+start_component_from_args() {
   local args=()
-  mapfile -t args <"$STATE/etcd.args"
-  start etcd "${args[@]}"
+  mapfile -t args <"$STATE/$1.args"
+  start "$1" "${args[@]}"
 }
 
 # save_apiserver_extra_args: KUBE_APISERVER_EXTRA_ARGS, one flag a line, into the state dir.
@@ -475,7 +479,7 @@ cmd_up() {
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn >"$STATE/etcd.args"
-  start_etcd
+  start_component_from_args etcd
   # The apiserver's command line is kept in the state dir so `restart-apiserver`
   # can start the same server again (same ports, certificates and etcd).
   # --endpoint-reconciler-type=none: since 1.37 the apiserver refuses to publish a
@@ -497,13 +501,15 @@ cmd_up() {
   local kcm_extra=()
   read -r -a kcm_extra <<<"${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
   [ ${#kcm_extra[@]} -eq 0 ] || log "extra kube-controller-manager flags: ${kcm_extra[*]}"
-  start kube-controller-manager "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+  # Kept in the state dir so `restart-controller-manager` can start it again.
+  printf '%s\n' "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-    --controllers='*' --profiling=false --v=1 "${kcm_extra[@]}"
+    --controllers='*' --profiling=false --v=1 "${kcm_extra[@]}" >"$STATE/kube-controller-manager.args"
+  start_component_from_args kube-controller-manager
   start kube-scheduler "$(bin_path kube-scheduler)" --kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
@@ -633,10 +639,31 @@ cmd_restart_etcd() {
   kill -KILL "$pid" 2>/dev/null || true
   for i in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
   COMPONENT_PIDS=()
-  start_etcd
+  start_component_from_args etcd
   port=$(sed -n 's|^--listen-client-urls=http://127.0.0.1:||p' "$STATE/etcd.args")
   wait_until 60 "etcd /health after restart" etcd_healthy "$port"
   log "etcd restarted (pid $(cat "$STATE/pids/etcd.pid"))"
+}
+
+# restart-controller-manager [DIR]: stop kube-controller-manager and start it again with
+# the same command line (fresh informers, a fresh garbage-collector graph); returns once
+# /healthz is ok. Not for a --foreground `up`.
+cmd_restart_controller_manager() {
+  STATE=$(state_arg "${1:-}")
+  local fg pid i port
+  fg=$(cat "$STATE/foreground.pid" 2>/dev/null || true)
+  if [ -n "$fg" ] && alive "$fg"; then die "restart-controller-manager: not supported for a --foreground control plane"; fi
+  FOREGROUND=0
+  pid=$(cat "$STATE/pids/kube-controller-manager.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+  COMPONENT_PIDS=()
+  start_component_from_args kube-controller-manager
+  port=$(sed -n 's|^--secure-port=||p' "$STATE/kube-controller-manager.args")
+  wait_until 60 "kube-controller-manager healthz after restart" healthz "$port"
+  log "kube-controller-manager restarted (pid $(cat "$STATE/pids/kube-controller-manager.pid"))"
 }
 
 # etcd_healthy PORT: etcd's /health says true.
@@ -656,6 +683,7 @@ up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
 restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
 restart-etcd) shift; cmd_restart_etcd "$@" ;;
+restart-controller-manager) shift; cmd_restart_controller_manager "$@" ;;
 status) shift; cmd_status "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
 version) echo "$K8S_VERSION" ;;

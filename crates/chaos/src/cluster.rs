@@ -92,6 +92,11 @@ impl ControlPlane {
         self.script_command("restart-etcd").await
     }
 
+    /// `hack/control-plane.sh restart-controller-manager`; returns how long it took.
+    pub async fn restart_controller_manager(&self) -> Result<Duration, ChaosError> {
+        self.script_command("restart-controller-manager").await
+    }
+
     async fn script_command(&self, command: &str) -> Result<Duration, ChaosError> {
         let started = Instant::now();
         let output = Command::new("bash")

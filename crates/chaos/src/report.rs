@@ -57,12 +57,16 @@ pub struct Summary {
     pub exits_during_run: Vec<ExitRecord>,
     /// How each replica ended on SIGTERM.
     pub final_exits: Vec<ExitRecord>,
-    /// Peak resident set per binary (MiB): first half and second half of the fault phase.
+    /// Resident set per binary (MiB), 95th percentile of the samples: first half and
+    /// second half of the fault phase.
     pub peak_rss_mib: BTreeMap<Binary, (f64, f64)>,
     /// The controllers are wrong: must be empty.
     pub violations: Vec<String>,
     /// The environment broke: the run says nothing about the controllers then.
     pub environment_failures: Vec<String>,
+    /// Repairs of the environment after the faults (a component restarted), so the
+    /// controllers' convergence could be judged.
+    pub environment_repairs: Vec<String>,
 }
 
 /// The monitor, without the raw memory samples.
@@ -185,7 +189,7 @@ impl Summary {
         );
         let _ = writeln!(
             t,
-            "peak RSS MiB (first half, second half): {:?}",
+            "RSS MiB, 95th percentile (first half, second half of the fault phase): {:?}",
             self.peak_rss_mib
         );
         let _ = writeln!(
@@ -204,6 +208,10 @@ impl Summary {
         let _ = writeln!(t, "violations: {}", self.violations.len());
         for v in &self.violations {
             let _ = writeln!(t, "  - {v}");
+        }
+        let _ = writeln!(t, "environment repairs: {}", self.environment_repairs.len());
+        for r in &self.environment_repairs {
+            let _ = writeln!(t, "  - {r}");
         }
         let _ = writeln!(
             t,
