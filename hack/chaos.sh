@@ -54,12 +54,19 @@ trap cleanup EXIT
 # compaction is left to the nemesis (compact-410), so it happens at known times.
 export KUBE_CONTROLLER_MANAGER_EXTRA_ARGS="--node-monitor-grace-period=24h"
 export KUBE_APISERVER_EXTRA_ARGS="--etcd-compaction-interval=0"
-# More Nodes than the default 2: kwok's default of 110 Pods per Node.
-nodes=$(( (FOOS * 2 + MYWEBS) / 100 + 2 ))
-bash hack/control-plane.sh up --dir "$cp_dir" --nodes "$nodes" >/dev/null
+bash hack/control-plane.sh up --dir "$cp_dir" >/dev/null
 unset KUBE_CONTROLLER_MANAGER_EXTRA_ARGS KUBE_APISERVER_EXTRA_ARGS
-"$(bash hack/control-plane.sh bin-dir)/kubectl" --kubeconfig "$cp_dir/kubeconfig" apply --server-side -f deploy/crds/ >/dev/null
-"$(bash hack/control-plane.sh bin-dir)/kubectl" --kubeconfig "$cp_dir/kubeconfig" wait --for condition=established --timeout=60s crd --all >/dev/null
+kubectl() { "$(bash hack/control-plane.sh bin-dir)/kubectl" --kubeconfig "$cp_dir/kubeconfig" "$@"; }
+# More Nodes than `up`'s 2 (kwok gives each 110 Pods; a Foo has at most 2 replicas),
+# added here rather than by `up`, which waits only a minute for its Nodes: kwok makes
+# twenty of them Ready more slowly than that.
+nodes=$(((FOOS * 2 + MYWEBS) / 100 + 2))
+for i in $(seq 2 $((nodes - 1))); do
+  printf 'apiVersion: v1\nkind: Node\nmetadata:\n  name: kwok-node-%s\n  labels: {type: kwok, kubernetes.io/hostname: kwok-node-%s, kubernetes.io/os: linux, kubernetes.io/arch: amd64}\n  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}\n---\n' "$i" "$i"
+done | kubectl apply -f - >/dev/null
+kubectl wait --for=condition=Ready node --all --timeout=600s >/dev/null
+kubectl apply --server-side -f deploy/crds/ >/dev/null
+kubectl wait --for condition=established --timeout=60s crd --all >/dev/null
 
 log "seed $SEED, $DURATION, $FOOS Foos, $VMS VMs, $MYWEBS MyWebs, $REPLICAS replicas each; results in $out"
 # The soak restarts the replicas it kills from these copies, so a rebuild of target/

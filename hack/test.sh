@@ -75,7 +75,7 @@ bash hack/fuzz.sh
 
 # The chaos soak, short: two replicas of every binary with leader election, 200 Foos,
 # 40 VirtualMachines and 6 MyWebs under writes, while a seeded nemesis overlaps faults
-# for 90 s; then every invariant (docs/reliability.md). About 6 minutes. The seed is
+# for 90 s; then every invariant (docs/reliability.md). 3-5 minutes. The seed is
 # printed; SEED=<seed> bash hack/chaos.sh replays its schedule. Longer runs by hand:
 # DURATION=30m FOOS=1000 VMS=200 MYWEBS=20 REPLICAS=3 bash hack/chaos.sh.
 log "hack/chaos.sh (the short chaos soak)"
