@@ -24,6 +24,10 @@ pub struct LogFindings {
     pub syncs: u64,
     /// Syncs of one key by two incarnations whose intervals overlap.
     pub overlapping_syncs: Vec<String>,
+    /// Overlaps where one of the two syncs was in flight while its replica was
+    /// SIGSTOPped (frozen mid-sync, then finished after a successor took over):
+    /// unavoidable without fencing; every write is conditional on a resourceVersion.
+    pub frozen_overlaps: u64,
     /// "leading: starting controllers" lines: how many times some replica took over.
     pub leadership_acquired: u64,
     /// Incarnations that logged losing the Lease.
@@ -41,7 +45,24 @@ struct Sync {
 }
 
 /// Reads every log file.
-pub fn analyse(files: &[PathBuf]) -> LogFindings {
+pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFindings {
+    // Per file index: its SIGSTOP windows.
+    let windows: Vec<Vec<(i64, i64)>> = files
+        .iter()
+        .map(|f| {
+            frozen
+                .iter()
+                .filter(|w| &w.log == f)
+                .map(|w| (w.from_us, w.until_us.unwrap_or(i64::MAX)))
+                .collect()
+        })
+        .collect();
+    let was_frozen = |s: &Sync| {
+        windows.get(s.file).is_some_and(|ws| {
+            ws.iter()
+                .any(|&(from, until)| s.start_us <= until && s.end_us >= from)
+        })
+    };
     let mut findings = LogFindings::default();
     let mut syncs: BTreeMap<(String, String), Vec<Sync>> = BTreeMap::new();
     for (index, file) in files.iter().enumerate() {
@@ -103,6 +124,12 @@ pub fn analyse(files: &[PathBuf]) -> LogFindings {
         let mut latest: Option<Sync> = None;
         for sync in list {
             if let Some(prev) = &latest
+                && prev.file != sync.file
+                && sync.start_us < prev.end_us
+                && (was_frozen(prev) || was_frozen(&sync))
+            {
+                findings.frozen_overlaps += 1;
+            } else if let Some(prev) = &latest
                 && prev.file != sync.file
                 && sync.start_us < prev.end_us
                 && findings.overlapping_syncs.len() < 50
@@ -243,7 +270,7 @@ mod tests {
             .join("\n"),
         )
         .unwrap();
-        let findings = analyse(&[a, b]);
+        let findings = analyse(&[a.clone(), b.clone()], &[]);
         assert_eq!(findings.syncs, 4);
         assert_eq!(
             findings.overlapping_syncs.len(),
@@ -253,6 +280,22 @@ mod tests {
         );
         assert!(findings.overlapping_syncs[0].contains("ns/x"));
         assert_eq!(findings.panics.len(), 1);
+        // The same, but a was SIGSTOPped from 6 s to 9 s, during its sync of ns/x: a sync
+        // frozen in flight, counted apart.
+        let t0 = parse_timestamp_us("2026-01-01T00:00:00Z").unwrap();
+        let frozen = crate::processes::Frozen {
+            log: a.clone(),
+            pid: 1,
+            from_us: t0 + 6_000_000,
+            until_us: Some(t0 + 9_000_000),
+        };
+        let findings = analyse(&[a, b], &[frozen]);
+        assert!(
+            findings.overlapping_syncs.is_empty(),
+            "{:?}",
+            findings.overlapping_syncs
+        );
+        assert_eq!(findings.frozen_overlaps, 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

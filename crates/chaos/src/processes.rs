@@ -102,6 +102,7 @@ pub struct Fleet {
     options: FleetOptions,
     replicas: Vec<Mutex<Replica>>,
     exits: std::sync::Mutex<Vec<ExitRecord>>,
+    frozen: std::sync::Mutex<Vec<Frozen>>,
     started: Instant,
 }
 
@@ -143,6 +144,7 @@ impl Fleet {
             options,
             replicas,
             exits: std::sync::Mutex::new(Vec::new()),
+            frozen: std::sync::Mutex::new(Vec::new()),
             started: Instant::now(),
         }))
     }
@@ -226,7 +228,15 @@ impl Fleet {
                 // A stopped process dies of SIGKILL too; it is no longer stopped.
                 replica.stopped = false;
             }
-            libc::SIGSTOP => replica.stopped = true,
+            libc::SIGSTOP => {
+                replica.stopped = true;
+                self.frozen.lock().expect("not poisoned").push(Frozen {
+                    log: log_path(&self.options, &replica),
+                    pid: replica.pid,
+                    from_us: wall_clock_us(),
+                    until_us: None,
+                });
+            }
             libc::SIGCONT => replica.stopped = false,
             _ => {}
         }
@@ -241,6 +251,14 @@ impl Fleet {
             if replica.pid == pid {
                 replica.stopped = false;
                 send_signal(pid, libc::SIGCONT);
+                let now = wall_clock_us();
+                let mut frozen = self.frozen.lock().expect("not poisoned");
+                for window in frozen
+                    .iter_mut()
+                    .filter(|w| w.pid == pid && w.until_us.is_none())
+                {
+                    window.until_us = Some(now);
+                }
             }
         }
     }
@@ -259,6 +277,16 @@ impl Fleet {
             }
         }
         samples
+    }
+
+    /// Every SIGSTOP window so far (open ones end now).
+    pub fn frozen(&self) -> Vec<Frozen> {
+        let now = wall_clock_us();
+        let mut windows = self.frozen.lock().expect("not poisoned").clone();
+        for window in &mut windows {
+            window.until_us.get_or_insert(now);
+        }
+        windows
     }
 
     /// The exits recorded so far.
@@ -312,6 +340,27 @@ impl Fleet {
         }
         records
     }
+}
+
+/// A replica incarnation stopped with SIGSTOP, from when until when (wall clock, µs
+/// since the epoch: the replicas' log timestamps).
+#[derive(Debug, Clone)]
+pub struct Frozen {
+    /// The incarnation's log file.
+    pub log: PathBuf,
+    /// Its pid.
+    pub pid: u32,
+    /// SIGSTOP.
+    pub from_us: i64,
+    /// SIGCONT (or SIGKILL; None while stopped).
+    pub until_us: Option<i64>,
+}
+
+fn wall_clock_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 fn log_path(options: &FleetOptions, replica: &Replica) -> PathBuf {

@@ -179,6 +179,11 @@ impl Summary {
         );
         let _ = writeln!(
             t,
+            "overlapping syncs of a replica frozen mid-sync by SIGSTOP (not violations): {}",
+            self.logs.frozen_overlaps
+        );
+        let _ = writeln!(
+            t,
             "owned objects created again for an owner already deleted (stale cache, garbage collected): {}",
             self.creates_for_deleted_owners
         );

@@ -337,7 +337,7 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
             ));
         }
     }
-    let logs = crate::logs::analyse(&fleet.log_files());
+    let logs = crate::logs::analyse(&fleet.log_files(), &fleet.frozen());
     violations.extend(logs.panics.iter().map(|p| format!("panic: {p}")));
     violations.extend(
         logs.overlapping_syncs
