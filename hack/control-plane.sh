@@ -12,6 +12,11 @@
 #   hack/control-plane.sh down [DIR]            stop every process, remove the state dir
 #   hack/control-plane.sh restart-apiserver [DIR]
 #                                               restart kube-apiserver only (same ports, data)
+#   hack/control-plane.sh restart-etcd [DIR]    restart etcd only (same ports, data; not with
+#                                               --foreground)
+#   hack/control-plane.sh restart-controller-manager [DIR]
+#                                               restart kube-controller-manager only (not with
+#                                               --foreground)
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
 #   hack/control-plane.sh version               print the Kubernetes version selected
 #
@@ -19,6 +24,11 @@
 # "--feature-gates=ListFromCacheSnapshot=false"). Read by `up`, kept in the state dir
 # ($DIR/kube-apiserver.extra-args) so a restart keeps them; `restart-apiserver` with the
 # variable set (even to "") replaces them.
+#
+# KUBE_CONTROLLER_MANAGER_EXTRA_ARGS: extra kube-controller-manager flags, split on
+# whitespace, appended to the defaults (a repeated list flag such as --controllers adds to
+# the list; a repeated scalar flag such as --node-monitor-grace-period=1h wins). The chaos
+# soak (hack/chaos.sh) uses it so restarting the API server does not look like dead Nodes.
 #
 # K8S_VERSION picks the Kubernetes release (default: newest):
 #   newest        hack/tools/control-plane/go.mod         (the suite's default)
@@ -311,6 +321,14 @@ start_apiserver() {
   start kube-apiserver "${args[@]}" "${extra[@]}"
 }
 
+# start_component_from_args NAME: start NAME from the command line saved in the state
+# dir ($STATE/NAME.args, one argument a line).
+start_component_from_args() {
+  local args=()
+  mapfile -t args <"$STATE/$1.args"
+  start "$1" "${args[@]}"
+}
+
 # save_apiserver_extra_args: KUBE_APISERVER_EXTRA_ARGS, one flag a line, into the state dir.
 save_apiserver_extra_args() {
   local extra=()
@@ -456,10 +474,12 @@ cmd_up() {
   write_kubeconfig "$STATE/kubeconfig" admin
   for c in kube-controller-manager kube-scheduler kwok; do write_kubeconfig "$STATE/$c.kubeconfig" "$c"; done
 
-  start etcd "$(bin_path etcd)" --name=default --data-dir="$STATE/etcd" \
+  # Kept in the state dir so `restart-etcd` can start the same etcd again.
+  printf '%s\n' "$(bin_path etcd)" --name=default --data-dir="$STATE/etcd" \
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn
+    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --log-level=warn >"$STATE/etcd.args"
+  start_component_from_args etcd
   # The apiserver's command line is kept in the state dir so `restart-apiserver`
   # can start the same server again (same ports, certificates and etcd).
   # --endpoint-reconciler-type=none: since 1.37 the apiserver refuses to publish a
@@ -478,13 +498,18 @@ cmd_up() {
   local t_readyz
   t_readyz=$(elapsed "$t0")
 
-  start kube-controller-manager "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+  local kcm_extra=()
+  read -r -a kcm_extra <<<"${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
+  [ ${#kcm_extra[@]} -eq 0 ] || log "extra kube-controller-manager flags: ${kcm_extra[*]}"
+  # Kept in the state dir so `restart-controller-manager` can start it again.
+  printf '%s\n' "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-    --controllers='*' --profiling=false --v=1
+    --controllers='*' --profiling=false --v=1 "${kcm_extra[@]}" >"$STATE/kube-controller-manager.args"
+  start_component_from_args kube-controller-manager
   start kube-scheduler "$(bin_path kube-scheduler)" --kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
@@ -599,6 +624,51 @@ cmd_restart_apiserver() {
   restart_apiserver
 }
 
+# restart-etcd [DIR]: stop etcd (SIGTERM, SIGKILL after 10 s) and start it again with the
+# same command line and data; returns once it answers /health. kube-apiserver keeps
+# running and reconnects (its /readyz fails meanwhile). Not for a --foreground `up`.
+cmd_restart_etcd() {
+  STATE=$(state_arg "${1:-}")
+  local fg pid i port
+  fg=$(cat "$STATE/foreground.pid" 2>/dev/null || true)
+  if [ -n "$fg" ] && alive "$fg"; then die "restart-etcd: not supported for a --foreground control plane"; fi
+  FOREGROUND=0
+  pid=$(cat "$STATE/pids/etcd.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+  COMPONENT_PIDS=()
+  start_component_from_args etcd
+  port=$(sed -n 's|^--listen-client-urls=http://127.0.0.1:||p' "$STATE/etcd.args")
+  wait_until 60 "etcd /health after restart" etcd_healthy "$port"
+  log "etcd restarted (pid $(cat "$STATE/pids/etcd.pid"))"
+}
+
+# restart-controller-manager [DIR]: stop kube-controller-manager and start it again with
+# the same command line (fresh informers, a fresh garbage-collector graph); returns once
+# /healthz is ok. Not for a --foreground `up`.
+cmd_restart_controller_manager() {
+  STATE=$(state_arg "${1:-}")
+  local fg pid i port
+  fg=$(cat "$STATE/foreground.pid" 2>/dev/null || true)
+  if [ -n "$fg" ] && alive "$fg"; then die "restart-controller-manager: not supported for a --foreground control plane"; fi
+  FOREGROUND=0
+  pid=$(cat "$STATE/pids/kube-controller-manager.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+  COMPONENT_PIDS=()
+  start_component_from_args kube-controller-manager
+  port=$(sed -n 's|^--secure-port=||p' "$STATE/kube-controller-manager.args")
+  wait_until 60 "kube-controller-manager healthz after restart" healthz "$port"
+  log "kube-controller-manager restarted (pid $(cat "$STATE/pids/kube-controller-manager.pid"))"
+}
+
+# etcd_healthy PORT: etcd's /health says true.
+etcd_healthy() { curl -sS --max-time 2 "http://127.0.0.1:$1/health" | grep -q '"health":"true"'; }
+
 cmd_down() {
   local dir
   dir=$(state_arg "${1:-}")
@@ -612,6 +682,8 @@ build) cmd_build && echo "$BIN_DIR" ;;
 up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
 restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
+restart-etcd) shift; cmd_restart_etcd "$@" ;;
+restart-controller-manager) shift; cmd_restart_controller_manager "$@" ;;
 status) shift; cmd_status "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
 version) echo "$K8S_VERSION" ;;

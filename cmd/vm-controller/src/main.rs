@@ -20,7 +20,7 @@ use leaderelection::parse_duration;
 use manager::{Manager, ManagerArgs};
 use tracing::info;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
-use vm_driver::{Driver, FakeDriver, QemuDriver};
+use vm_driver::{Driver, FakeDriver, FileDriver, QemuDriver};
 
 /// Which driver creates the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,6 +29,9 @@ enum DriverKind {
     Fake,
     /// Local QEMU processes, state in --state-dir (hack/install-qemu.sh installs QEMU).
     Qemu,
+    /// Like fake, but the servers are files in --state-dir, shared by every replica
+    /// on that directory, with failure injection from its faults.json (the chaos soak).
+    File,
 }
 
 /// The VirtualMachine controller: keeps a server per VirtualMachine (cloudnative.tw/v1alpha1).
@@ -42,8 +45,9 @@ struct Cli {
     #[arg(long, env = "VM_DRIVER", value_enum, default_value_t = DriverKind::Qemu)]
     vm_driver: DriverKind,
 
-    /// Where the qemu driver keeps its servers (disks, pidfiles, QMP sockets). Must
-    /// survive controller restarts for the servers to be found again.
+    /// Where the qemu driver keeps its servers (disks, pidfiles, QMP sockets), and the
+    /// file driver its server files. Must survive controller restarts for the servers
+    /// to be found again.
     #[arg(
         long,
         env = "STATE_DIR",
@@ -81,6 +85,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
     let driver: Arc<dyn Driver> = match cli.vm_driver {
         DriverKind::Fake => Arc::new(FakeDriver::new()),
+        DriverKind::File => {
+            let file = FileDriver::new(&cli.state_dir)
+                .with_context(|| format!("opening state dir {}", cli.state_dir.display()))?;
+            info!(state_dir = %file.dir().display(), "file driver");
+            Arc::new(file)
+        }
         DriverKind::Qemu => {
             let qemu = QemuDriver::new(&cli.state_dir)
                 .with_context(|| format!("opening state dir {}", cli.state_dir.display()))?;
@@ -141,7 +151,7 @@ mod tests {
             "--events-api",
             "core/v1",
             "--vm-driver",
-            "fake",
+            "file",
             "--usage-period",
             "1m5s",
             "--state-dir",
@@ -152,7 +162,7 @@ mod tests {
             "4",
         ])
         .unwrap();
-        assert_eq!(cli.vm_driver, DriverKind::Fake);
+        assert_eq!(cli.vm_driver, DriverKind::File);
         assert_eq!(cli.usage_period, Duration::from_secs(65));
         assert_eq!(cli.state_dir, PathBuf::from("/tmp/s"));
         assert_eq!(cli.manager.run.namespace.as_deref(), Some("ns"));

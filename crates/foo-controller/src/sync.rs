@@ -13,6 +13,13 @@
 //!    `Bad_Name!`), that is the user's to fix: a Warning Event naming
 //!    `spec.deploymentName` and the server's reason, and no retry (editing the Foo
 //!    enqueues it again). sample-controller retries it forever with only a log line.
+//!    Better: a Foo that was synced before (it has a status) and has lost its
+//!    Deployment is first read from the API server: if it is gone or was replaced by
+//!    a new Foo of the same name, the cache is stale (the garbage collector deleted
+//!    the Deployment *because* the Foo was deleted) and nothing is created. Without
+//!    this, a Deployment is created for a deleted owner; the garbage collector removes
+//!    it again, but until it does (its retries back off to minutes after API server
+//!    outages) it blocks a recreated Foo of the same name (found by the chaos soak).
 //! 4. A Deployment of that name that this Foo does not control is someone else's:
 //!    Warning Event `ErrResourceExists`, return an error (retried with backoff), and
 //!    never modify it.
@@ -105,6 +112,16 @@ impl FooSyncer {
         }
     }
 
+    /// Whether `foo` (from the cache) still exists on the API server: same name, same
+    /// uid. One GET, only when a Foo that was synced before has lost its Deployment.
+    async fn is_live(&self, foo: &Foo, namespace: &str, name: &str) -> Result<bool> {
+        let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
+        match foos.get_opt(name).await {
+            Ok(live) => Ok(live.is_some_and(|live| live.metadata.uid == foo.metadata.uid)),
+            Err(source) => Err(ApiError::new("get Foo", namespace, name, source).into()),
+        }
+    }
+
     /// Converges the Foo named by `key` (`namespace/name`). See the [module docs](self).
     pub async fn sync_foo(&self, key: &str) -> Result<()> {
         let (namespace, name) = split_meta_namespace_key(key).map_err(Error::Key)?;
@@ -146,6 +163,13 @@ impl FooSyncer {
         let mut deployment = match self.deployments.get(namespace, deployment_name) {
             Ok(deployment) => deployment,
             Err(err) if err.is_not_found() => {
+                if foo.status.is_some() && !self.is_live(&foo, namespace, name).await? {
+                    info!(
+                        key,
+                        "Foo lost its Deployment and is deleted or replaced: not recreating it"
+                    );
+                    return Ok(());
+                }
                 info!(key, deployment = deployment_name, "creating Deployment");
                 changed = true;
                 match deployments.create(&post, &new_deployment(&foo)?).await {

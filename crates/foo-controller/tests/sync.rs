@@ -299,3 +299,48 @@ async fn a_failed_status_write_fails_the_sync() {
         ["create deployments", "update foos/status"]
     );
 }
+
+/// A Foo that was synced before (it has a status) and lost its Deployment: the garbage
+/// collector deletes the Deployment when the Foo is deleted, and the Deployment's delete
+/// event can arrive before the Foo's. The Foo is read from the API server first; gone
+/// (404) or replaced by a new Foo of the same name (another uid): nothing is created
+/// for the deleted owner (found by the chaos soak: such a Deployment blocked the
+/// recreated Foo until the garbage collector, backed off after API server outages,
+/// removed it minutes later).
+#[tokio::test]
+async fn a_foo_that_lost_its_deployment_gets_it_back_only_if_still_live() {
+    let f = Fixture::new();
+    f.add_foo(foo("test", "test-deploy", 1, Some(1)));
+
+    // Gone from the API server: nothing created, no error, no event.
+    f.sync("default/test").await.unwrap();
+    assert_eq!(f.api.action_names(), ["get foos"]);
+    assert!(f.events.events().is_empty());
+
+    // Replaced by a new Foo of the same name: its own sync will create the Deployment.
+    f.api.clear();
+    let mut replaced = foo("test", "test-deploy", 1, None);
+    replaced.metadata.uid = Some("uid-new".into());
+    f.api
+        .respond_next("get", "foos", serde_json::to_value(&replaced).unwrap());
+    f.sync("default/test").await.unwrap();
+    assert_eq!(f.api.action_names(), ["get foos"]);
+
+    // Still the same Foo (someone deleted its Deployment): recreated.
+    f.api.clear();
+    let same = foo("test", "test-deploy", 1, Some(1));
+    f.api
+        .respond_next("get", "foos", serde_json::to_value(&same).unwrap());
+    f.sync("default/test").await.unwrap();
+    assert_eq!(
+        f.api.action_names(),
+        ["get foos", "create deployments", "update foos/status"]
+    );
+
+    // The read fails: an error, retried through the queue; nothing created.
+    f.api.clear();
+    f.api.fail_next("get", "foos", 503, "ServiceUnavailable");
+    let err = f.sync("default/test").await.unwrap_err();
+    assert!(err.to_string().contains("get Foo"), "{err}");
+    assert_eq!(f.api.action_names(), ["get foos"]);
+}

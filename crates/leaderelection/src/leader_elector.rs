@@ -9,7 +9,9 @@
 //! 2. **lead and renew**: spawn `on_started_leading(token)`, then renew in rounds
 //!    (client-go's `wait.Until` around `wait.PollImmediateUntil`): a round tries
 //!    `try_acquire_or_renew` immediately and every `retry_period` until one succeeds
-//!    or `renew_deadline` has passed since the round began. A successful round is
+//!    or `renew_deadline` has passed since the round was due to begin (`retry_period`
+//!    after the last success; a process frozen past that stops at once when it runs
+//!    again, where client-go tries for another `renew_deadline`). A successful round is
 //!    followed by a `retry_period` pause and the next round. A round that reaches its
 //!    deadline (including a request still hanging at that moment) ends leadership:
 //!    the token is cancelled **at once**, before anything else happens.
@@ -220,8 +222,17 @@ impl LeaderElector {
         work: tokio::task::JoinHandle<()>,
     ) {
         let lock = self.config.lock.describe();
+        // Each round's deadline counts from the last successful renewal (plus the pause
+        // before the round), not from when the round happens to start: a process frozen
+        // longer than that (SIGSTOP, a long pause) stops leading the moment it runs
+        // again, before any attempt, since its lease may have expired and another
+        // candidate may lead. Counted from the round's start, it went on leading for a
+        // whole renew deadline next to its successor (found by the chaos soak).
+        let mut round_start = Instant::now();
         loop {
-            let deadline = after(self.config.renew_deadline);
+            let deadline = round_start
+                .checked_add(self.config.renew_deadline)
+                .unwrap_or_else(|| after(self.config.renew_deadline));
             let round = self.renew_round(cancel, deadline).await;
             self.maybe_report_transition();
             match round {
@@ -239,10 +250,11 @@ impl LeaderElector {
                     break;
                 }
             }
+            round_start = after(self.config.retry_period);
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(self.config.retry_period) => {}
+                _ = tokio::time::sleep_until(round_start) => {}
             }
         }
         if self.config.release_on_cancel {
@@ -269,6 +281,9 @@ impl LeaderElector {
     /// One `wait.PollImmediateUntil(RetryPeriod, tryAcquireOrRenew, deadline)`.
     async fn renew_round(&self, cancel: &CancellationToken, deadline: Instant) -> RenewRound {
         loop {
+            if Instant::now() >= deadline {
+                return RenewRound::DeadlinePassed;
+            }
             let attempt = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return RenewRound::Cancelled,

@@ -598,3 +598,36 @@ async fn release_waits_for_the_leaders_work_to_stop_and_work_that_will_not_stop_
         "not released"
     );
 }
+
+/// A leader frozen longer than its renew deadline (SIGSTOP, a stopped VM, a long
+/// pause) stops leading the moment it runs again, before any renewal attempt: while it
+/// was frozen its lease may have run out and another candidate may have taken over.
+/// Found by the chaos soak: a SIGSTOPped leader, SIGCONTed after its successor had
+/// taken the Lease, renewed "from now" and went on syncing for a whole renew deadline
+/// next to its successor (client-go behaves the same way).
+#[tokio::test(start_paused = true)]
+async fn a_leader_frozen_past_its_renew_deadline_stops_as_soon_as_it_runs_again() {
+    let mut h = Harness::new();
+    let a = h.start("a", false);
+    h.next("a", Kind::Started, Duration::from_secs(1)).await;
+    sleep(Duration::from_secs(7)).await; // leading and renewing normally
+    let renewals = h.writes_by("a").len();
+    assert!(renewals >= 3, "{renewals} writes");
+
+    // Frozen: the clock moves past the lease while the elector does not run.
+    tokio::time::advance(LEASE + RETRY).await;
+    let thawed = Instant::now();
+    let ended = h.next("a", Kind::Ended, Duration::from_secs(1)).await;
+    assert_within(
+        "stopped leading after the thaw",
+        ended.at - thawed,
+        Duration::ZERO,
+        TICK,
+    );
+    assert_eq!(
+        h.writes_by("a").len(),
+        renewals,
+        "no renewal after the thaw: it stopped first"
+    );
+    a.task.await.unwrap();
+}

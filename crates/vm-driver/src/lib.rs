@@ -15,6 +15,7 @@
 //! | the status response (state, CPU %, memory %)          | [`ServerStatus`], [`ServerState`]           |
 //! | the OpenStack driver                                  | [`QemuDriver`]: local QEMU processes via QMP |
 //! | (test doubles)                                        | [`FakeDriver`]: in memory, fault injection  |
+//! | (shared test double)                                  | [`FileDriver`]: files shared by processes   |
 //!
 //! Two differences from controller101: every call here is `async` (a controller
 //! worker must not block a runtime thread on a hypervisor), and errors are typed
@@ -81,6 +82,7 @@
 mod driver;
 mod error;
 pub mod fake;
+pub mod file;
 mod name;
 mod procfs;
 pub mod qemu;
@@ -90,5 +92,6 @@ pub mod testing;
 pub use driver::{Driver, MAX_CPUS, Operation, ServerId, ServerSpec, ServerState, ServerStatus};
 pub use error::DriverError;
 pub use fake::{FakeDriver, FakeServer};
+pub use file::{FileDriver, FileFaults, FileServer, JournalEntry};
 pub use name::{MAX_NAME_LEN, validate_name};
 pub use qemu::QemuDriver;

@@ -1,0 +1,301 @@
+//! Reading the replicas' JSON logs after the run: panics, real 410 relists, leadership
+//! changes, and whether two replicas ever synced the same key at the same time.
+//!
+//! Each incarnation of a replica logs to a file of its own, with
+//! `RUST_LOG=info,controller::controller=debug`, so every completed sync is a line
+//! `{"timestamp", "message": "synced" | "synced; requeued", "controller", "key",
+//! "elapsed"}`: the interval `[timestamp - elapsed, timestamp]` is when that
+//! incarnation ran the sync.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What the logs say.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct LogFindings {
+    /// Lines that report a panic: `file: line`.
+    pub panics: Vec<String>,
+    /// Watches that ended with 410 Gone and relisted (the compaction fault's evidence).
+    pub relists_after_410: u64,
+    /// Completed syncs read.
+    pub syncs: u64,
+    /// Syncs of one key by two incarnations whose intervals overlap.
+    pub overlapping_syncs: Vec<String>,
+    /// Overlaps where one of the two syncs was in flight while its replica was
+    /// SIGSTOPped (frozen mid-sync, then finished after a successor took over):
+    /// unavoidable without fencing; every write is conditional on a resourceVersion.
+    pub frozen_overlaps: u64,
+    /// "leading: starting controllers" lines: how many times some replica took over.
+    pub leadership_acquired: u64,
+    /// Incarnations that logged losing the Lease.
+    pub leadership_lost: u64,
+    /// "error syncing" lines.
+    pub sync_errors: u64,
+}
+
+/// One completed sync.
+#[derive(Debug, Clone)]
+struct Sync {
+    start_us: i64,
+    end_us: i64,
+    file: usize,
+}
+
+/// Reads every log file.
+pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFindings {
+    // Per file index: its SIGSTOP windows.
+    let windows: Vec<Vec<(i64, i64)>> = files
+        .iter()
+        .map(|f| {
+            frozen
+                .iter()
+                .filter(|w| &w.log == f)
+                .map(|w| (w.from_us, w.until_us.unwrap_or(i64::MAX)))
+                .collect()
+        })
+        .collect();
+    let was_frozen = |s: &Sync| {
+        windows.get(s.file).is_some_and(|ws| {
+            ws.iter()
+                .any(|&(from, until)| s.start_us <= until && s.end_us >= from)
+        })
+    };
+    let mut findings = LogFindings::default();
+    let mut syncs: BTreeMap<(String, String), Vec<Sync>> = BTreeMap::new();
+    for (index, file) in files.iter().enumerate() {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let short = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut lost = false;
+        for line in text.lines() {
+            if line.contains("panicked at") || line.contains("panic while syncing") {
+                if findings.panics.len() < 50 {
+                    findings
+                        .panics
+                        .push(format!("{short}: {}", truncate(line, 300)));
+                }
+                continue;
+            }
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let message = value["message"].as_str().unwrap_or_default();
+            match message {
+                m if m.starts_with("watch: resource version too old (410)") => {
+                    findings.relists_after_410 += 1
+                }
+                "leading: starting controllers" => findings.leadership_acquired += 1,
+                "leadership lost; stopping controllers at once" => lost = true,
+                "error syncing; requeuing" => findings.sync_errors += 1,
+                "synced" | "synced; requeued" => {
+                    let (Some(end_us), Some(elapsed)) = (
+                        value["timestamp"].as_str().and_then(parse_timestamp_us),
+                        value["elapsed"].as_str().and_then(parse_debug_duration),
+                    ) else {
+                        continue;
+                    };
+                    let start_us = end_us - i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX);
+                    let key = (
+                        value["controller"].as_str().unwrap_or_default().to_string(),
+                        value["key"].as_str().unwrap_or_default().to_string(),
+                    );
+                    syncs.entry(key).or_default().push(Sync {
+                        start_us,
+                        end_us,
+                        file: index,
+                    });
+                    findings.syncs += 1;
+                }
+                _ => {}
+            }
+        }
+        findings.leadership_lost += u64::from(lost);
+    }
+    for ((controller, key), mut list) in syncs {
+        list.sort_by_key(|s| s.start_us);
+        // Sweep: the sync with the latest end so far, from any incarnation.
+        let mut latest: Option<Sync> = None;
+        for sync in list {
+            if let Some(prev) = &latest
+                && prev.file != sync.file
+                && sync.start_us < prev.end_us
+                && (was_frozen(prev) || was_frozen(&sync))
+            {
+                findings.frozen_overlaps += 1;
+            } else if let Some(prev) = &latest
+                && prev.file != sync.file
+                && sync.start_us < prev.end_us
+                && findings.overlapping_syncs.len() < 50
+            {
+                findings.overlapping_syncs.push(format!(
+                    "{controller} {key}: {} synced it until {:.3}s after {} started ({})",
+                    name_of(files, prev.file),
+                    (prev.end_us - sync.start_us) as f64 / 1e6,
+                    name_of(files, sync.file),
+                    sync.start_us
+                ));
+            }
+            if latest.as_ref().is_none_or(|l| sync.end_us > l.end_us) {
+                latest = Some(sync);
+            }
+        }
+    }
+    findings
+}
+
+fn name_of(files: &[PathBuf], index: usize) -> String {
+    files
+        .get(index)
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn truncate(line: &str, max: usize) -> &str {
+    let mut end = line.len().min(max);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+/// `2026-11-23T09:11:24.123456Z` as microseconds since the epoch (UTC only, which is
+/// what tracing-subscriber writes).
+pub fn parse_timestamp_us(ts: &str) -> Option<i64> {
+    let ts = ts.strip_suffix('Z')?;
+    let (date, time) = ts.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, min, s) = (t.next()??, t.next()??, t.next()??);
+    let digits: String = frac.chars().take(6).collect();
+    let micros = format!("{digits:0<6}").parse::<i64>().ok()?;
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + min * 60 + s) * 1_000_000) + micros)
+}
+
+/// A `Duration`'s `Debug` form (`1.5s`, `12.3ms`, `250µs`, `80ns`).
+pub fn parse_debug_duration(s: &str) -> Option<Duration> {
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => number,
+        "ms" => number / 1e3,
+        "µs" | "us" => number / 1e6,
+        "ns" => number / 1e9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(seconds))
+}
+
+/// Whether `path` mentions a panic (for one-off checks).
+pub fn has_panic(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains("panicked at"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_durations() {
+        assert_eq!(
+            parse_timestamp_us("1970-01-01T00:00:01.5Z"),
+            Some(1_500_000)
+        );
+        assert_eq!(
+            parse_timestamp_us("2000-03-01T00:00:00Z"),
+            Some(951_868_800_000_000)
+        );
+        assert_eq!(
+            parse_debug_duration("1.5s"),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            parse_debug_duration("12ms"),
+            Some(Duration::from_millis(12))
+        );
+        assert_eq!(
+            parse_debug_duration("250µs"),
+            Some(Duration::from_micros(250))
+        );
+        assert_eq!(parse_debug_duration("soon"), None);
+    }
+
+    #[test]
+    fn overlapping_syncs_of_one_key_by_two_incarnations_are_found() {
+        let dir = std::env::temp_dir().join(format!("chaos-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |ts: &str, key: &str, elapsed: &str| {
+            format!(
+                r#"{{"timestamp":"{ts}","level":"DEBUG","message":"synced","controller":"foo","key":"{key}","elapsed":"{elapsed}"}}"#
+            )
+        };
+        let a = dir.join("a.log");
+        let b = dir.join("b.log");
+        std::fs::write(
+            &a,
+            [
+                line("2026-01-01T00:00:10Z", "ns/x", "5s"),
+                line("2026-01-01T00:00:10Z", "ns/y", "1ms"),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        // ns/x: b synced it from 7 s to 8 s while a ran from 5 s to 10 s: overlap.
+        // ns/y: b synced it long after a: no overlap.
+        std::fs::write(
+            &b,
+            [
+                line("2026-01-01T00:00:08Z", "ns/x", "1s"),
+                line("2026-01-01T00:00:20Z", "ns/y", "1s"),
+                "thread 'main' panicked at src/x.rs".into(),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let findings = analyse(&[a.clone(), b.clone()], &[]);
+        assert_eq!(findings.syncs, 4);
+        assert_eq!(
+            findings.overlapping_syncs.len(),
+            1,
+            "{:?}",
+            findings.overlapping_syncs
+        );
+        assert!(findings.overlapping_syncs[0].contains("ns/x"));
+        assert_eq!(findings.panics.len(), 1);
+        // The same, but a was SIGSTOPped from 6 s to 9 s, during its sync of ns/x: a sync
+        // frozen in flight, counted apart.
+        let t0 = parse_timestamp_us("2026-01-01T00:00:00Z").unwrap();
+        let frozen = crate::processes::Frozen {
+            log: a.clone(),
+            pid: 1,
+            from_us: t0 + 6_000_000,
+            until_us: Some(t0 + 9_000_000),
+        };
+        let findings = analyse(&[a, b], &[frozen]);
+        assert!(
+            findings.overlapping_syncs.is_empty(),
+            "{:?}",
+            findings.overlapping_syncs
+        );
+        assert_eq!(findings.frozen_overlaps, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
