@@ -20,6 +20,7 @@
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,9 +29,10 @@ use cache::{
     EventHandlerFuncs, IndexFunc, Indexers, InformerOptions, NAMESPACE_INDEX, Selector,
     SharedInformerFactory, split_meta_namespace_key,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
+use testenv::tutorial::{Example, Log};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -40,24 +42,6 @@ const BY_APP: &str = "by-app";
 
 /// How long any one wait may take before the example gives up.
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Prints the example's lines and keeps them for the caller (the e2e test reads them).
-#[derive(Default)]
-pub struct Log {
-    lines: Vec<String>,
-}
-
-impl Log {
-    fn say(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        println!("{line}");
-        self.lines.push(line);
-    }
-
-    fn text(&self) -> String {
-        self.lines.join("\n") + "\n"
-    }
-}
 
 /// The index function: the values a ConfigMap is indexed under (client-go's
 /// `IndexFunc`). Pure, cheap, and the same answer for the same object, because the
@@ -303,60 +287,12 @@ pub async fn run(client: Client, namespace: &str) -> Result<String> {
     Ok(log.text())
 }
 
-/// Creates a namespace for the example (`tutorial-03-<random>`), returns its name.
-async fn create_namespace(client: &Client) -> Result<String> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            generate_name: Some("tutorial-03-".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .context("creating the example's namespace")?;
-    created
-        .metadata
-        .name
-        .context("the API server returned a namespace without a name")
-}
-
-async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(name, &DeleteParams::default())
-        .await
-        .with_context(|| format!("deleting namespace {name}"))?;
-    Ok(())
-}
-
+/// Runs the example in a namespace of its own, deleted at the end whatever
+/// happened (`testenv::tutorial::main`).
 #[tokio::main]
-async fn main() {
-    if let Err(e) = main_with_namespace().await {
-        // What failed and why, without a backtrace. Only the first cause: kube's
-        // errors already repeat their own sources in their messages.
-        eprintln!("error: {e}");
-        if let Some(cause) = e.chain().nth(1) {
-            eprintln!("  cause: {cause}");
-        }
-        std::process::exit(1);
-    }
-}
-
-/// Runs the example in a namespace of its own, deleted at the end whatever happened.
-async fn main_with_namespace() -> Result<()> {
-    let client = Client::try_default().await.context(
-        "no Kubernetes client: start a control plane with `bash hack/control-plane.sh up` \
-         and export the KUBECONFIG it prints",
-    )?;
-    let namespace = create_namespace(&client).await?;
-    println!("(working in namespace {namespace}, shown as <namespace>; deleted at the end)\n");
-    let result = run(client.clone(), &namespace).await;
-    let cleanup = delete_namespace(&client, &namespace).await;
-    if cleanup.is_ok() {
-        println!("\n(namespace {namespace} deleted)");
-    }
-    result.and(cleanup)
+async fn main() -> ExitCode {
+    testenv::tutorial::main("tutorial-03", &[], |example: Example| async move {
+        run(example.client, &example.namespace).await
+    })
+    .await
 }

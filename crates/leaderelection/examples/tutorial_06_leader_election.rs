@@ -20,19 +20,21 @@
 //! ```
 
 use std::future::Future;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Namespace};
+use k8s_openapi::api::core::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta};
 use leaderelection::{
     AlreadyRunning, LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord, LeaderElector,
     LeaseLock, lease_spec_to_leader_election_record,
 };
 use record::{EventRecorder, EventType};
+use testenv::tutorial::{Example, Log};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -45,24 +47,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The component name the Events carry.
 const COMPONENT: &str = "tutorial-06";
-
-/// Prints the example's lines and keeps them for the caller (the e2e test reads them).
-#[derive(Default)]
-pub struct Log {
-    lines: Vec<String>,
-}
-
-impl Log {
-    fn say(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        println!("{line}");
-        self.lines.push(line);
-    }
-
-    fn text(&self) -> String {
-        self.lines.join("\n") + "\n"
-    }
-}
 
 /// Polls `check` every 100 ms until it returns `Some`, for at most [`TIMEOUT`].
 async fn wait_until<T, F, Fut>(what: &str, mut check: F) -> Result<T>
@@ -401,60 +385,12 @@ pub async fn run(client: Client, namespace: &str) -> Result<String> {
     Ok(log.text())
 }
 
-/// Creates a namespace for the example (`tutorial-06-<random>`), returns its name.
-async fn create_namespace(client: &Client) -> Result<String> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            generate_name: Some("tutorial-06-".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .context("creating the example's namespace")?;
-    created
-        .metadata
-        .name
-        .context("the API server returned a namespace without a name")
-}
-
-async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(name, &DeleteParams::default())
-        .await
-        .with_context(|| format!("deleting namespace {name}"))?;
-    Ok(())
-}
-
+/// Runs the example in a namespace of its own, deleted at the end whatever
+/// happened (`testenv::tutorial::main`).
 #[tokio::main]
-async fn main() {
-    if let Err(e) = main_with_namespace().await {
-        // What failed and why, without a backtrace. Only the first cause: kube's
-        // errors already repeat their own sources in their messages.
-        eprintln!("error: {e}");
-        if let Some(cause) = e.chain().nth(1) {
-            eprintln!("  cause: {cause}");
-        }
-        std::process::exit(1);
-    }
-}
-
-/// Runs the example in a namespace of its own, deleted at the end whatever happened.
-async fn main_with_namespace() -> Result<()> {
-    let client = Client::try_default().await.context(
-        "no Kubernetes client: start a control plane with `bash hack/control-plane.sh up` \
-         and export the KUBECONFIG it prints",
-    )?;
-    let namespace = create_namespace(&client).await?;
-    println!("(working in namespace {namespace}, shown as <namespace>; deleted at the end)\n");
-    let result = run(client.clone(), &namespace).await;
-    let cleanup = delete_namespace(&client, &namespace).await;
-    if cleanup.is_ok() {
-        println!("\n(namespace {namespace} deleted)");
-    }
-    result.and(cleanup)
+async fn main() -> ExitCode {
+    testenv::tutorial::main("tutorial-06", &[], |example: Example| async move {
+        run(example.client, &example.namespace).await
+    })
+    .await
 }

@@ -58,6 +58,9 @@ mod namespace;
 mod objects;
 mod process;
 mod rbac;
+/// What the tutorial's examples share around the code they teach: their `main`
+/// (client, CRDs, a namespace of their own) and their [`tutorial::Log`].
+pub mod tutorial;
 mod wait;
 /// Admission webhooks called by the real API server: certificates, webhook
 /// configurations isolated per test, and waiting until they are called

@@ -19,6 +19,7 @@
 //! ```
 
 use std::future::Future;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,10 +28,11 @@ use apis::cloudnative::v1alpha1::{VirtualMachine, VirtualMachineResource, Virtua
 use cache::SharedInformerFactory;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::{Event, Namespace};
+use k8s_openapi::api::core::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use record::{BroadcasterOptions, EventBroadcaster};
+use testenv::tutorial::{Example, Log};
 use tokio_util::sync::CancellationToken;
 use vm_controller::{CONTROLLER_NAME, FINALIZER, VirtualMachineControllerOptions, server_name};
 use vm_driver::{FakeDriver, Operation};
@@ -41,24 +43,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the controller refreshes an `Active` VirtualMachine's usage
 /// (`--usage-period`; 20 s by default).
 const USAGE_PERIOD: Duration = Duration::from_secs(1);
-
-/// Prints the example's lines and keeps them for the caller (the e2e test reads them).
-#[derive(Default)]
-pub struct Log {
-    lines: Vec<String>,
-}
-
-impl Log {
-    fn say(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        println!("{line}");
-        self.lines.push(line);
-    }
-
-    fn text(&self) -> String {
-        self.lines.join("\n") + "\n"
-    }
-}
 
 /// Polls `check` every 100 ms until it returns `Some`, for at most [`TIMEOUT`].
 async fn wait_until<T, F, Fut>(what: &str, mut check: F) -> Result<T>
@@ -328,66 +312,14 @@ pub async fn run(client: Client, namespace: &str) -> Result<String> {
     Ok(log.text())
 }
 
-/// Creates a namespace for the example (`tutorial-05-<random>`), returns its name.
-async fn create_namespace(client: &Client) -> Result<String> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            generate_name: Some("tutorial-05-".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .context("creating the example's namespace")?;
-    created
-        .metadata
-        .name
-        .context("the API server returned a namespace without a name")
-}
-
-async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(name, &DeleteParams::default())
-        .await
-        .with_context(|| format!("deleting namespace {name}"))?;
-    Ok(())
-}
-
-#[tokio::main]
-async fn main() {
-    if let Err(e) = main_with_namespace().await {
-        // What failed and why, without a backtrace. Only the first cause: kube's
-        // errors already repeat their own sources in their messages.
-        eprintln!("error: {e}");
-        if let Some(cause) = e.chain().nth(1) {
-            eprintln!("  cause: {cause}");
-        }
-        std::process::exit(1);
-    }
-}
-
 /// Installs the CRDs, then runs the example in a namespace of its own, deleted at the
-/// end whatever happened.
-async fn main_with_namespace() -> Result<()> {
-    let client = Client::try_default().await.context(
-        "no Kubernetes client: start a control plane with `bash hack/control-plane.sh up` \
-         and export the KUBECONFIG it prints",
-    )?;
-    // deploy/crds, as `kubectl apply --server-side -f deploy/crds/` would install
-    // them (idempotent), then waits until VirtualMachines are served.
-    testenv::crd::install_crds(&client, &apis::crds())
-        .await
-        .context("installing the CRDs")?;
-    let namespace = create_namespace(&client).await?;
-    println!("(working in namespace {namespace}, shown as <namespace>; deleted at the end)\n");
-    let result = run(client.clone(), &namespace).await;
-    let cleanup = delete_namespace(&client, &namespace).await;
-    if cleanup.is_ok() {
-        println!("\n(namespace {namespace} deleted)");
-    }
-    result.and(cleanup)
+/// end whatever happened (`testenv::tutorial::main`).
+#[tokio::main]
+async fn main() -> ExitCode {
+    testenv::tutorial::main(
+        "tutorial-05",
+        &apis::crds(),
+        |example: Example| async move { run(example.client, &example.namespace).await },
+    )
+    .await
 }

@@ -21,34 +21,16 @@
 //! cargo run -p vm-controller --example tutorial_08_webhooks
 //! ```
 
+use std::process::ExitCode;
+
 use anyhow::{Context, Result, bail};
 use apis::cloudnative::v1alpha1::{VirtualMachine, VirtualMachineResource, VirtualMachineSpec};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, Config};
+use testenv::tutorial::{Example, Log};
 use testenv::webhook::{Webhook, WebhookCerts, WebhookSpec};
 use tokio_util::sync::CancellationToken;
 use webhook::WebhookServer;
-
-/// Prints the example's lines and keeps them for the caller (the e2e test reads them).
-#[derive(Default)]
-pub struct Log {
-    lines: Vec<String>,
-}
-
-impl Log {
-    fn say(&mut self, line: impl Into<String>) {
-        let line = line.into();
-        println!("{line}");
-        self.lines.push(line);
-    }
-
-    fn text(&self) -> String {
-        self.lines.join("\n") + "\n"
-    }
-}
 
 /// `cpu 2, memory 512Mi, rootDisk 1Gi`.
 fn describe(resource: &VirtualMachineResource) -> String {
@@ -190,67 +172,14 @@ pub async fn run(config: Config, namespace: &str) -> Result<String> {
     Ok(log.text())
 }
 
-/// Creates a namespace for the example (`tutorial-08-<random>`), returns its name.
-async fn create_namespace(client: &Client) -> Result<String> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            generate_name: Some("tutorial-08-".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .context("creating the example's namespace")?;
-    created
-        .metadata
-        .name
-        .context("the API server returned a namespace without a name")
-}
-
-async fn delete_namespace(client: &Client, name: &str) -> Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(name, &DeleteParams::default())
-        .await
-        .with_context(|| format!("deleting namespace {name}"))?;
-    Ok(())
-}
-
-#[tokio::main]
-async fn main() {
-    if let Err(e) = main_with_namespace().await {
-        // What failed and why, without a backtrace. Only the first cause: kube's
-        // errors already repeat their own sources in their messages.
-        eprintln!("error: {e}");
-        if let Some(cause) = e.chain().nth(1) {
-            eprintln!("  cause: {cause}");
-        }
-        std::process::exit(1);
-    }
-}
-
 /// Installs the CRDs, then runs the example in a namespace of its own, deleted at the
-/// end whatever happened.
-async fn main_with_namespace() -> Result<()> {
-    let config = Config::infer().await.context(
-        "no Kubernetes config: start a control plane with `bash hack/control-plane.sh up` \
-         and export the KUBECONFIG it prints",
-    )?;
-    let client = Client::try_from(config.clone()).context("a client from the config")?;
-    // deploy/crds, as `kubectl apply --server-side -f deploy/crds/` would install
-    // them (idempotent), then waits until VirtualMachines are served.
-    testenv::crd::install_crds(&client, &apis::crds())
-        .await
-        .context("installing the CRDs")?;
-    let namespace = create_namespace(&client).await?;
-    println!("(working in namespace {namespace}, shown as <namespace>; deleted at the end)\n");
-    let result = run(config, &namespace).await;
-    let cleanup = delete_namespace(&client, &namespace).await;
-    if cleanup.is_ok() {
-        println!("\n(namespace {namespace} deleted)");
-    }
-    result.and(cleanup)
+/// end whatever happened (`testenv::tutorial::main`).
+#[tokio::main]
+async fn main() -> ExitCode {
+    testenv::tutorial::main(
+        "tutorial-08",
+        &apis::crds(),
+        |example: Example| async move { run(example.config, &example.namespace).await },
+    )
+    .await
 }
