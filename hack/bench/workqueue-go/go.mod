@@ -1,13 +1,13 @@
 module workqueue-go-bench
 
-go 1.24.0
+go 1.26.0
 
-require k8s.io/client-go v0.34.4
+require k8s.io/client-go v0.37.2
 
 require (
-	github.com/go-logr/logr v1.4.2 // indirect
-	golang.org/x/time v0.9.0 // indirect
-	k8s.io/apimachinery v0.34.4 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 )
