@@ -4,7 +4,7 @@
 //!
 //! Each example has a `pub async fn run(client, namespace) -> anyhow::Result<String>`
 //! that its e2e test calls inside a [`TestEnv`](crate::TestEnv) namespace, and a
-//! `main` that hands the same `run` to [`main`](self::main) when a reader runs it by hand:
+//! `main` that hands the same `run` to [`main`](crate::tutorial::main) when a reader runs it by hand:
 //!
 //! ```no_run
 //! use std::process::ExitCode;
