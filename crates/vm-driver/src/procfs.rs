@@ -64,18 +64,39 @@ pub(crate) fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
 }
 
 /// Whether `pid` is a QEMU that is still exiting: killed or crashed, its memory (and
-/// so its cmdline) already released, but not yet a zombie. Linux's `do_exit` drops the
-/// address space before the file table, so in that window the process still holds
-/// its files, and with them QEMU's lock on the disk image: a new QEMU on the same disk
-/// would fail with "Failed to get write lock". The command name in `/proc/<pid>/stat`
-/// survives until the end, so a reused pid of another program is not mistaken for it.
+/// so its cmdline) already released, but some of its threads not yet gone. Linux's
+/// `do_exit` drops a thread's address space before its file table, and the files
+/// (with QEMU's lock on the disk image) are closed only when the *last* thread of the
+/// process drops the table; until then a new QEMU on the same disk fails with "Failed
+/// to get write lock". QEMU runs many threads, and the main one may already show as a
+/// zombie (`Z`: Linux keeps a thread group's leader as a zombie until every other
+/// thread has exited) while the others still hold the files, so the process counts as
+/// exiting until its leader is a zombie *and* is its only thread left. The command
+/// name in `/proc/<pid>/stat` survives until the end, so a reused pid of another
+/// program is not mistaken for it.
 pub(crate) fn is_exiting_qemu(pid: i32) -> bool {
+    is_exiting(pid, "qemu")
+}
+
+/// [`is_exiting_qemu`] for a program whose command name starts with `comm_prefix`.
+fn is_exiting(pid: i32, comm_prefix: &str) -> bool {
     let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
-    parse_stat_comm_state(&stat)
-        .is_some_and(|(comm, state)| comm.starts_with("qemu") && !matches!(state, 'Z' | 'X'))
-        && cmdline(pid).is_none()
+    let Some((comm, state)) = parse_stat_comm_state(&stat) else {
+        return false;
+    };
+    // Threads still listed under the process; an unreadable directory (the process
+    // was reaped meanwhile) counts as none left.
+    let threads = fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |dir| dir.count());
+    comm.starts_with(comm_prefix) && cmdline(pid).is_none() && still_exiting(state, threads)
+}
+
+/// Whether a process whose address space is gone is still exiting, from its main
+/// thread's state and the number of its threads still listed (see
+/// [`is_exiting_qemu`]): a zombie main thread with other threads left is.
+fn still_exiting(state: char, threads: usize) -> bool {
+    !matches!(state, 'Z' | 'X') || threads > 1
 }
 
 /// The command name (field 2, without its parentheses) and state (field 3) of a
@@ -135,6 +156,47 @@ mod tests {
         // This process is alive and not QEMU; pid 0 has no /proc entry.
         assert!(!is_exiting_qemu(std::process::id() as i32));
         assert!(!is_exiting_qemu(0));
+    }
+
+    /// The state the disk-lock race needs (found by a QEMU restart failing with "Failed
+    /// to get write lock" under load): a main thread already a zombie while another
+    /// thread of the process still runs. Made with Python, whose main thread leaves
+    /// through the raw `exit` system call (that thread only, not the process).
+    #[test]
+    fn a_zombie_main_thread_with_threads_left_is_still_exiting() {
+        let script = "import ctypes, threading, time\n\
+                      threading.Thread(target=time.sleep, args=(60,)).start()\n\
+                      ctypes.CDLL(None).syscall(60, 0)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .spawn()
+            .expect("python3");
+        let pid = child.id() as i32;
+        let zombie_leader = || {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| parse_stat_comm_state(&stat).map(|(_, state)| state == 'Z'))
+                .unwrap_or(false)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !zombie_leader() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "main thread never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            cmdline(pid).is_none(),
+            "the address space is gone with the main thread"
+        );
+        assert!(is_exiting(pid, "python"), "a thread is left: still exiting");
+        assert!(!is_exiting(pid, "qemu"), "another program's pid");
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        assert!(!is_exiting(pid, "python"), "gone");
+        assert!(!still_exiting('Z', 1) && !still_exiting('X', 0));
+        assert!(still_exiting('R', 1) && still_exiting('D', 3) && still_exiting('Z', 2));
     }
 
     #[test]
