@@ -41,6 +41,9 @@
 #   go              kubernetes/sample-controller $SAMPLE_CONTROLLER_VERSION (2 workers, 30 s
 #                   resync, core/v1 Events, both hard-coded), with a small added file that
 #                   sets rest.Config QPS/Burst (and the workers) from the environment (below)
+#   ours-alt        an experiment next to ours: the same flags plus $ALT_ARGS, run as
+#                   `env $ALT_ENV $ALT_BIN` ($ALT_BIN defaults to ours; e.g. a binary built
+#                   from another commit, or ALT_ENV="MALLOC_ARENA_MAX=1")
 #   bare            `converge-bench bare --concurrency $WORKERS`: LIST the Foos, then per Foo
 #                   POST its Deployment and PUT its status, $WORKERS Foos at a time
 #   bare-unbounded  the same with every Foo at once (one goroutine per Foo)
@@ -243,6 +246,9 @@ command_for() {
     --metrics-bind-address 0 --health-probe-bind-address 0) ;;
   go) CMD=(env BENCH_KUBE_API_QPS="$go_qps" BENCH_KUBE_API_BURST="$BURST" BENCH_WORKERS="$WORKERS"
     "$GO_BIN" --kubeconfig "$KUBECONFIG") ;;
+  ours-alt) CMD=(env ${ALT_ENV:-} "${ALT_BIN:-$OURS_BIN}" --kubeconfig "$KUBECONFIG" --workers "$WORKERS"
+    --resync-period 30s --kube-api-qps "$QPS" --kube-api-burst "$BURST" --events-api "$EVENTS_API"
+    --metrics-bind-address 0 --health-probe-bind-address 0 ${ALT_ARGS:-}) ;;
   bare) CMD=("$HARNESS" bare --namespace "$NAMESPACE" --concurrency "$WORKERS") ;;
   bare-unbounded) CMD=("$HARNESS" bare --namespace "$NAMESPACE" --concurrency 0) ;;
   *) die "unknown implementation $1" ;;

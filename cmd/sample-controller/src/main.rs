@@ -40,6 +40,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let options = FooControllerOptions {
         namespace: cli.manager.run.namespace.clone(),
         loop_options: cli.manager.run.loop_options(),
+        // Only this controller reads the process's Deployment informer.
+        trim_deployment_cache: true,
     };
     let foos = foo_controller::new_controller(
         manager.client().clone(),

@@ -6,12 +6,17 @@
 //! "caches synced" checks and has sample-controller's `Run(ctx, workers)`, so this
 //! file only builds it.
 
+use std::sync::Arc;
+
 use apis::samplecontroller::v1alpha1::Foo;
 use cache::{InformerOptions, SharedInformerFactory};
 use controller::{Controller, LoopOptions, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use record::EventRecorder;
+use tracing::warn;
+
+use crate::deployment::trim_deployment;
 
 use crate::handlers::{DeploymentHandler, FooHandler};
 use crate::sync::FooSyncer;
@@ -34,6 +39,13 @@ pub struct FooControllerOptions {
     /// The loop's staleness guard, queue order and backoff (every fix on by
     /// default; the binary's flags choose).
     pub loop_options: LoopOptions,
+    /// Cache only what the sync reads of each Deployment ([`trim_deployment`]: the
+    /// metadata, `spec.replicas` and `status`), about half the memory of caching them
+    /// whole. It is a transform on the Deployment informer, which the factory shares
+    /// with every controller in the process: leave it off when another one reads pod
+    /// templates from that informer. Off by default; the `sample-controller` binary,
+    /// which runs this controller alone, turns it on.
+    pub trim_deployment_cache: bool,
 }
 
 /// Builds the Foo controller on `factory`'s Foo and Deployment informers (shared with
@@ -62,6 +74,14 @@ pub fn new_controller(
             ),
         ),
     };
+
+    if options.trim_deployment_cache
+        && let Err(err) = deployment_informer.set_transform(Arc::new(trim_deployment))
+    {
+        // Started already (by another controller): the cache stays whole, which costs
+        // memory only; the sync reads the same fields either way.
+        warn!(error = %err, "Deployment cache not trimmed");
+    }
 
     // The queue is named so that its metrics (depth, adds, latency...) carry the
     // controller's name, as client-go's NewNamedRateLimitingQueue does.

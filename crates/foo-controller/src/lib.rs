@@ -26,7 +26,7 @@ pub mod sync;
 pub mod webhook;
 
 pub use controller::{CONTROLLER_NAME, FooController, FooControllerOptions, new_controller};
-pub use deployment::{NGINX_IMAGE, new_deployment};
+pub use deployment::{NGINX_IMAGE, new_deployment, trim_deployment};
 pub use error::{Error, Result};
 pub use handlers::{DeploymentHandler, FooHandler};
 pub use sync::{

@@ -23,7 +23,7 @@
 //! 4. A Deployment of that name that this Foo does not control is someone else's:
 //!    Warning Event `ErrResourceExists`, return an error (retried with backoff), and
 //!    never modify it.
-//! 5. Replicas differ -> update the Deployment.
+//! 5. Replicas differ -> scale the Deployment (a merge patch of `spec.replicas`).
 //! 6. Copy the Deployment's `availableReplicas` into the Foo's status.
 //! 7. Normal Event `Synced`.
 //!
@@ -44,7 +44,7 @@ use apis::samplecontroller::v1alpha1::{Foo, FooStatus};
 use cache::{Lister, split_meta_namespace_key};
 use controller::{Action, ApiError, Freshness, SyncHandler, is_controlled_by};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use record::{EventRecorder, EventType};
 use tracing::{debug, info, warn};
 
@@ -216,8 +216,10 @@ impl FooSyncer {
 
         // 5. Scale. Better: sample-controller PUTs a freshly built Deployment without a
         //    resourceVersion (an unconditional overwrite of every field, including ones
-        //    other tools set); we change only replicas on the copy we read, so a
-        //    concurrent change is a 409 and a retry, not a silent overwrite.
+        //    other tools set); we send only what changes, a merge patch of
+        //    spec.replicas, carrying the resourceVersion we read, so a concurrent change
+        //    is a 409 and a retry, not a silent overwrite. Sending nothing else is also
+        //    what lets the cache hold trimmed Deployments (`trim_deployment`).
         let current = deployment.spec.replicas;
         if current != Some(foo.spec.replicas) {
             info!(
@@ -227,10 +229,16 @@ impl FooSyncer {
                 "updating Deployment replicas"
             );
             changed = true;
-            let mut desired = (*deployment).clone();
-            desired.spec.replicas = Some(foo.spec.replicas);
+            let scale = Patch::Merge(serde_json::json!({
+                "metadata": { "resourceVersion": deployment.metadata.resource_version },
+                "spec": { "replicas": foo.spec.replicas },
+            }));
+            let patch_params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_string()),
+                ..PatchParams::default()
+            };
             let updated = deployments
-                .replace(deployment_name, &post, &desired)
+                .patch(deployment_name, &patch_params, &scale)
                 .await
                 .map_err(|e| api_error("update Deployment", e))?;
             self.wrote(key, &updated);

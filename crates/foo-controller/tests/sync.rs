@@ -120,21 +120,33 @@ async fn scales_the_deployment_it_owns_keeping_its_resource_version() {
     let f = Fixture::new();
     let test = foo("test", "test-deploy", 5, Some(1));
     f.add_deployment(owned_deployment(&test, 1, 1));
+    // The API server answers with the whole scaled Deployment (still 1 available).
+    let scaled = serde_json::to_value(owned_deployment(&test, 5, 1)).unwrap();
+    f.api.respond_next("patch", "deployments", scaled);
     f.add_foo(test);
 
     f.sync("default/test").await.unwrap();
 
     assert_eq!(
         f.api.action_names(),
-        ["update deployments"],
+        ["patch deployments"],
         "status unchanged: no status write"
     );
     let update = &f.api.actions()[0];
-    let body = update.body.as_ref().unwrap();
-    assert_eq!(body["spec"]["replicas"], 5);
-    // Optimistic concurrency: a stale cache yields a 409, never a blind overwrite.
-    assert_eq!(body["metadata"]["resourceVersion"], "42");
+    // A merge patch of replicas only: nothing else the cache holds is sent back.
+    assert_eq!(
+        update.body.as_ref().unwrap(),
+        &serde_json::json!({
+            // Optimistic concurrency: a stale cache yields a 409, never a blind overwrite.
+            "metadata": { "resourceVersion": "42" },
+            "spec": { "replicas": 5 },
+        })
+    );
     assert_eq!(update.name.as_deref(), Some("test-deploy"));
+    assert_eq!(
+        update.query_param("fieldManager"),
+        Some("sample-controller")
+    );
     assert_eq!(f.events.events(), [SYNCED]);
 }
 
@@ -274,13 +286,13 @@ async fn a_conflict_is_returned_for_a_retry_through_the_queue() {
     let test = foo("test", "test-deploy", 5, Some(1));
     f.add_deployment(owned_deployment(&test, 1, 1));
     f.add_foo(test);
-    f.api.fail_next("update", "deployments", 409, "Conflict");
+    f.api.fail_next("patch", "deployments", 409, "Conflict");
 
     let err = f.sync("default/test").await.unwrap_err();
 
     assert!(err.is_conflict(), "{err}");
     // One attempt, no loop inside the sync, no status write, no Synced event.
-    assert_eq!(f.api.action_names(), ["update deployments"]);
+    assert_eq!(f.api.action_names(), ["patch deployments"]);
     assert!(f.events.events().is_empty());
 }
 

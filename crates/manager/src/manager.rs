@@ -125,6 +125,7 @@ impl Manager {
     /// the API of `--events-api`), metrics and health checks from `args`.
     pub async fn new(name: impl Into<String>, args: ManagerArgs) -> Result<Self, ManagerError> {
         let name = name.into();
+        record_pipeline_if_served(&args.serving, pipeline::global());
         // Install the metrics first: queues and informers pick the provider up when
         // they are created.
         let metrics = Metrics::new();
@@ -352,6 +353,16 @@ async fn stop_election(
 
 /// The namespace for the Lease when `--leader-elect-resource-namespace` is not set: the
 /// Pod's own namespace in a cluster (controller-runtime's default), else "default".
+/// Turns the pipeline trace off unless `--debug-pipeline` serves it: the trace is
+/// read only through `/debug/pipeline`, so without the view recording would cost
+/// memory (about 4 MB of rings) and CPU for nobody. Never turns it on (so
+/// `PIPELINE_TRACE=off` wins).
+fn record_pipeline_if_served(serving: &ServingArgs, trace: &pipeline::Trace) {
+    if !serving.debug_pipeline {
+        trace.set_enabled(false);
+    }
+}
+
 fn pod_namespace() -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
@@ -404,6 +415,20 @@ mod tests {
             .find(|a| a.get_id() == "events_api")
             .unwrap();
         assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some("EVENTS_API"));
+    }
+
+    #[test]
+    fn the_pipeline_is_recorded_only_when_its_view_is_served() {
+        for (args, served) in [(&["x"][..], false), (&["x", "--debug-pipeline"][..], true)] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let trace = pipeline::Trace::new(8);
+            record_pipeline_if_served(&cli.manager.serving, &trace);
+            assert_eq!(trace.is_enabled(), served, "{args:?}");
+            // PIPELINE_TRACE=off (a trace turned off before) stays off.
+            trace.set_enabled(false);
+            record_pipeline_if_served(&cli.manager.serving, &trace);
+            assert!(!trace.is_enabled());
+        }
     }
 
     /// Records one Event through the pipeline `api` selects and returns the

@@ -1,4 +1,4 @@
-//! What happened to each key, stage by stage: the always-on, bounded trace behind
+//! What happened to each key, stage by stage: the bounded trace behind
 //! the live pipeline view.
 //!
 //! A change travels through a controller in stages: the reflector's watch event is
@@ -11,11 +11,13 @@
 //! architecture work.
 //!
 //! client-go has nothing like it: its pieces log at high verbosity, and following
-//! one object means grepping klog lines from six files. Recording is always on, so
-//! the trip of the object that just misbehaved is there when someone looks; it is
+//! one object means grepping klog lines from six files. Recording is on from the
+//! start, so the trip of the object that just misbehaved is there when someone looks; it is
 //! bounded ([`DEFAULT_CAPACITY`] steps per stage, about 4 MB) and cheap (a step is a
 //! few shared pointers and a lock on its stage's ring; docs/benchmarks.md has the
-//! measured cost). `PIPELINE_TRACE=off` in the environment turns it off.
+//! measured cost). `PIPELINE_TRACE=off` in the environment turns it off, and the
+//! binaries' `manager` turns it off when they do not serve the view (no
+//! `--debug-pipeline`): then nobody could read it.
 //!
 //! The crate depends on nothing of Kubernetes, so the workqueue, the cache and the
 //! loop can all record into it; the one process-wide [`Trace`] is [`global`].

@@ -64,6 +64,8 @@ impl RunningController {
         let options = FooControllerOptions {
             namespace: Some(namespace.to_string()),
             loop_options: *options,
+            // What the sample-controller binary runs: Deployments cached trimmed.
+            trim_deployment_cache: true,
         };
         let controller = foo_controller::new_controller(client, &factory, recorder, options);
         factory.start(&cancel);

@@ -126,6 +126,7 @@ async fn run_scenario(prefix: &str, options: &LoopOptions) -> anyhow::Result<Out
         FooControllerOptions {
             namespace: Some(ns.to_string()),
             loop_options: *options,
+            trim_deployment_cache: true,
         },
     ));
     // A second handler on the controller's Foo informer (the factory hands out the same

@@ -72,6 +72,29 @@ async fn foo_gets_an_owned_deployment_that_follows_replicas_and_reports_availabi
     let synced = wait_for_event(&env, "web", "Synced").await?;
     assert_eq!(synced.type_.as_deref(), Some("Normal"));
     assert_eq!(synced.message.as_deref(), Some("Foo synced successfully"));
+
+    // The controller caches Deployments without their pod template and scales with a
+    // merge patch of replicas: the template on the server is untouched.
+    let deployments: Api<Deployment> = Api::namespaced(env.client().clone(), env.namespace());
+    let scaled = deployments.get("web-deploy").await?;
+    let pod = scaled.spec.template.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some(foo_controller::NGINX_IMAGE)
+    );
+    // The patch's resourceVersion is a precondition: a stale one is a 409 Conflict
+    // (what the sync relies on instead of overwriting a change it has not seen).
+    let stale = Patch::Merge(serde_json::json!({
+        "metadata": { "resourceVersion": d.metadata.resource_version },
+        "spec": { "replicas": 2 },
+    }));
+    match deployments
+        .patch("web-deploy", &PatchParams::default(), &stale)
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 409, "{status:?}"),
+        other => panic!("a stale resourceVersion must be refused: {other:?}"),
+    }
     Ok(())
 }
 

@@ -163,6 +163,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         FooControllerOptions {
             namespace: Some(ns.to_string()),
             loop_options: options,
+            // As the sample-controller binary runs it.
+            trim_deployment_cache: true,
         },
     );
     factory.start(&cancel);
