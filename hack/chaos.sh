@@ -7,6 +7,7 @@
 #   bash hack/chaos.sh              the short run (what hack/test.sh runs): 90 s, 200 Foos
 #   DURATION=30m FOOS=1000 VMS=200 MYWEBS=20 bash hack/chaos.sh     a long run
 #   SEED=1234 bash hack/chaos.sh    replay a run's schedule (same sizes and DURATION)
+#   SKIP_CARGO_BUILD=1 bash hack/chaos.sh   use the binaries already in target/debug
 #
 # Every knob is an environment variable (or a flag of `chaos`, see `chaos --help`):
 # DURATION, SEED, FOOS, VMS, MYWEBS, REPLICAS, WRITERS, WRITES_PER_SECOND, FAULT_GAP,
@@ -30,7 +31,12 @@ log() { printf '[chaos] %s\n' "$*" >&2; }
 
 command -v curl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends curl >/dev/null; }
 bash hack/control-plane.sh build >/dev/null
-cargo build --locked -p chaos -p sample-controller -p vm-controller-bin -p myweb-operator-bin
+# SKIP_CARGO_BUILD=1: use target/debug as it is (hack/test.sh builds every binary once,
+# with the workspace's feature set; a build of these four packages alone would resolve
+# other features and rebuild most dependencies).
+if [ "${SKIP_CARGO_BUILD:-0}" != 1 ]; then
+  cargo build --locked -p chaos -p sample-controller -p vm-controller-bin -p myweb-operator-bin
+fi
 
 out=${CHAOS_OUT:-target/chaos/$(date +%Y%m%d-%H%M%S)-$SEED}
 mkdir -p "$out"

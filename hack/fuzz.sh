@@ -22,6 +22,8 @@
 #                    (default: a temporary directory, removed afterwards; the checked-in
 #                    corpus is only read)
 #   FUZZ_ARGS        more libFuzzer options, e.g. "-jobs=2 -workers=2"
+#   FUZZ_BUILD_ONLY  1: install and build, run nothing (hack/test.sh builds in the
+#                    background while other phases run, then runs the targets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,6 +75,7 @@ ONE=()
 [ ${#TARGETS[@]} -eq 1 ] && ONE=("${TARGETS[0]}")
 (cd fuzz && cargo "${TOOLCHAIN[@]}" fuzz build "${FLAGS[@]}" "${ONE[@]}" >&2)
 log "built in $((SECONDS - start)) s"
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 if [ -n "${FUZZ_CORPUS_DIR:-}" ]; then
   WORK=$FUZZ_CORPUS_DIR
