@@ -7,7 +7,7 @@
 #   bash hack/chaos.sh              the short run (what hack/test.sh runs): 90 s, 200 Foos
 #   DURATION=30m FOOS=1000 VMS=200 MYWEBS=20 bash hack/chaos.sh     a long run
 #   SEED=1234 bash hack/chaos.sh    replay a run's schedule (same sizes and DURATION)
-#   SKIP_CARGO_BUILD=1 bash hack/chaos.sh   use the binaries already in target/debug
+#   SKIP_CARGO_BUILD=1 bash hack/chaos.sh   use the binaries already built (in $CARGO_TARGET_DIR/debug)
 #
 # Every knob is an environment variable (or a flag of `chaos`, see `chaos --help`):
 # DURATION, SEED, FOOS, VMS, MYWEBS, REPLICAS, WRITERS, WRITES_PER_SECOND, FAULT_GAP,
@@ -31,7 +31,7 @@ log() { printf '[chaos] %s\n' "$*" >&2; }
 
 command -v curl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends curl >/dev/null; }
 bash hack/control-plane.sh build >/dev/null
-# SKIP_CARGO_BUILD=1: use target/debug as it is (hack/test.sh builds every binary once,
+# SKIP_CARGO_BUILD=1: use the binaries as they are (hack/test.sh builds every binary once,
 # with the workspace's feature set; a build of these four packages alone would resolve
 # other features and rebuild most dependencies).
 if [ "${SKIP_CARGO_BUILD:-0}" != 1 ]; then
@@ -78,7 +78,8 @@ log "seed $SEED, $DURATION, $FOOS Foos, $VMS VMs, $MYWEBS MyWebs, $REPLICAS repl
 # The soak restarts the replicas it kills from these copies, so a rebuild of target/
 # during a long run does not change the binaries under test.
 mkdir -p "$out/bin"
-cp target/debug/chaos target/debug/sample-controller target/debug/vm-controller target/debug/myweb-operator "$out/bin/"
+bin=${CARGO_TARGET_DIR:-target}/debug
+cp "$bin/chaos" "$bin/sample-controller" "$bin/vm-controller" "$bin/myweb-operator" "$out/bin/"
 rc=0
 "$out/bin/chaos" --control-plane "$cp_dir" --out "$out" --bin-dir "$out/bin" || rc=$?
 log "summary: $out/summary.txt (exit $rc)"

@@ -125,9 +125,13 @@ group_dir() { if [ "$1" = kwok ]; then echo "$KWOK_BIN_DIR"; else echo "$BIN_DIR
 stamp() {
   local dir=$TOOLS_DIR
   [ "$1" = kwok ] && dir=$KWOK_DIR
-  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1")") |
+  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1") $GCFLAGS") |
     sha256sum | cut -d' ' -f1
 }
+
+# No DWARF from the compiler: the linker strips it anyway (-s -w), and generating it
+# costs compile time in every one of the thousands of packages a release builds.
+GCFLAGS="all=-dwarf=false"
 
 ldflags() {
   local v=k8s.io/component-base/version minor=${K8S_VERSION#v1.}
@@ -172,7 +176,7 @@ build_group() {
   # -mod=readonly: the pins in go.mod/go.sum are the truth, never rewritten here.
   # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
-    go build -trimpath -ldflags "$(ldflags "$group")" -o "$tmp/" "${pkgs[@]}") ||
+    go build -trimpath -gcflags "$GCFLAGS" -ldflags "$(ldflags "$group")" -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }
   [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd" # go.etcd.io/etcd/server/v3 builds "server"
   local f

@@ -4,7 +4,7 @@
 #
 #   bash hack/demo.sh                     run, show, then keep running until Ctrl-C
 #   bash hack/demo.sh --non-interactive   run the same checks, then stop and exit 0 (CI)
-#   SKIP_CARGO_BUILD=1 bash hack/demo.sh  use the binaries already in target/debug
+#   SKIP_CARGO_BUILD=1 bash hack/demo.sh  use the binaries already built (in $CARGO_TARGET_DIR/debug)
 #
 # On a fresh machine it builds/installs what it needs: the control-plane binaries
 # (hack/control-plane.sh build, cached under ~/.cache), QEMU for the VirtualMachine
@@ -77,13 +77,14 @@ if ! command -v curl >/dev/null 2>&1; then # the /readyz and /metrics checks bel
 fi
 bash hack/control-plane.sh build
 bash hack/install-qemu.sh
-# SKIP_CARGO_BUILD=1 (hack/test.sh): use target/debug as its one build left it; building
+# SKIP_CARGO_BUILD=1 (hack/test.sh): use the binaries as its one build left them; building
 # these three packages alone resolves other features and rebuilds most dependencies.
 if [ "${SKIP_CARGO_BUILD:-0}" != 1 ]; then
   cargo build --locked -p sample-controller -p vm-controller-bin -p myweb-operator-bin
 fi
-for bin in sample-controller vm-controller myweb-operator; do
-  [ -x "target/debug/$bin" ] || fail "target/debug/$bin missing (SKIP_CARGO_BUILD=1 without a build?)"
+bin=${CARGO_TARGET_DIR:-target}/debug
+for b in sample-controller vm-controller myweb-operator; do
+  [ -x "$bin/$b" ] || fail "$bin/$b missing (SKIP_CARGO_BUILD=1 without a build?)"
 done
 
 say "Starting the local control plane (state in $state/cp)"
@@ -99,7 +100,7 @@ kubectl apply --server-side -f deploy/crds/
 kubectl wait --for condition=established --timeout=60s crd --all
 
 say "Starting sample-controller (log: $state/sample-controller.log)"
-target/debug/sample-controller --kubeconfig "$KUBECONFIG" --leader-elect \
+"$bin/sample-controller" --kubeconfig "$KUBECONFIG" --leader-elect \
   --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
   >"$state/sample-controller.log" 2>&1 &
 pids+=($!)
@@ -128,7 +129,7 @@ curl -s http://127.0.0.1:18080/metrics | grep -E '^(workqueue_adds_total|control
 say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
 # With its admission webhooks on loopback, serving the certificate control-plane.sh
 # made for 127.0.0.1 (signed by the cluster CA in $WEBHOOK_CA).
-target/debug/vm-controller --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
+"$bin/vm-controller" --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
   --usage-period 5s --leader-elect \
   --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
   --webhook-bind-address 127.0.0.1:18443 --webhook-cert-dir "$WEBHOOK_CERT_DIR" \
@@ -195,7 +196,7 @@ if pgrep -f "qemu-system.*$state/vms" >/dev/null; then fail "a qemu process outl
 echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
 
 say "Starting myweb-operator (log: $state/myweb-operator.log)"
-target/debug/myweb-operator --kubeconfig "$KUBECONFIG" --leader-elect \
+"$bin/myweb-operator" --kubeconfig "$KUBECONFIG" --leader-elect \
   --metrics-bind-address 127.0.0.1:18084 --health-probe-bind-address 127.0.0.1:18085 \
   >"$state/myweb-operator.log" 2>&1 &
 pids+=($!)

@@ -104,7 +104,7 @@ phases_on_exit() {
     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(date -u -d "@$PHASE_T0" +%F)" "$(nproc)" \
     "$([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")"
   printf '| phase | start | end | seconds | status |\n|---|---|---|---|---|\n'
-  sort -t$'\t' -k3,3n "$PHASE_DIR/rows" | while IFS=$'\t' read -r kind name start end status; do
+  sort -s -t$'\t' -k3,3n "$PHASE_DIR/rows" | while IFS=$'\t' read -r kind name start end status; do
     [ "$kind" = bg ] && name="(background) $name"
     printf '| %s | %s | %s | %d | %s |\n' "$name" "$(clock "$start")" "$(clock "$end")" $((end - start)) "$status"
   done

@@ -6,13 +6,13 @@
 # rerun of a suite (on the DeltaFIFO, on the oldest release) needs no new build: it is
 # the same binary with other environment variables. cargo-nextest archives do the same.
 #
-#   test_binaries_index                          write target/test-binaries.tsv
+#   test_binaries_index                          write $CARGO_TARGET_DIR/test-binaries.tsv
 #   run_test_binaries PKG TARGET... [-- ARGS]    run PKG's integration test TARGETs with
 #                                                ARGS (a name filter, --nocapture, ...)
 # A binary runs as `cargo test` runs it: from its package's directory, with
 # CARGO_MANIFEST_DIR and CARGO_PKG_NAME set.
 
-TEST_BINARIES_INDEX=${TEST_BINARIES_INDEX:-target/test-binaries.tsv}
+TEST_BINARIES_INDEX=${TEST_BINARIES_INDEX:-${CARGO_TARGET_DIR:-target}/test-binaries.tsv}
 
 test_binaries_index() {
   # A no-op build (everything is fresh) that lists each test executable with its
