@@ -12,9 +12,14 @@
 # A binary runs as `cargo test` runs it: from its package's directory, with
 # CARGO_MANIFEST_DIR and CARGO_PKG_NAME set.
 
-TEST_BINARIES_INDEX=${TEST_BINARIES_INDEX:-${CARGO_TARGET_DIR:-target}/test-binaries.tsv}
+# Where the index is: decided when used, so a CARGO_TARGET_DIR exported after this file
+# is sourced (hack/test.sh) counts.
+test_binaries_index_path() { echo "${TEST_BINARIES_INDEX:-${CARGO_TARGET_DIR:-target}/test-binaries.tsv}"; }
 
 test_binaries_index() {
+  local TEST_BINARIES_INDEX
+  TEST_BINARIES_INDEX=$(test_binaries_index_path)
+  mkdir -p "$(dirname "$TEST_BINARIES_INDEX")"
   # A no-op build (everything is fresh) that lists each test executable with its
   # package and target: package, target, kind, executable, manifest directory.
   cargo metadata --locked --no-deps --format-version 1 >"$TEST_BINARIES_INDEX.meta"
@@ -30,7 +35,8 @@ test_binaries_index() {
 }
 
 run_test_binaries() {
-  local pkg=$1 targets=() args=() t exe dir
+  local pkg=$1 targets=() args=() t exe dir TEST_BINARIES_INDEX
+  TEST_BINARIES_INDEX=$(test_binaries_index_path)
   shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do targets+=("$1"); shift; done
   [ "${1:-}" = -- ] && { shift; args=("$@"); }
