@@ -31,6 +31,9 @@ phases_init() {
   log "$PHASE_MODE run started $(date -u +%FT%TZ) on $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 }
 
+# status_of EXIT_CODE: the table's status column.
+status_of() { if [ "$1" = 0 ]; then echo ok; else echo "FAILED (exit $1)"; fi; }
+
 # row KIND NAME START END STATUS
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$PHASE_DIR/rows"; }
 
@@ -66,7 +69,7 @@ bg_finish() {
   local name=$1 start end rc
   wait "${BG_PID[$name]}" || true
   read -r start end rc <"$PHASE_DIR/$name.done" || { start=$PHASE_T0 end=$(date +%s) rc=1; }
-  row bg "$name" "$start" "$end" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  row bg "$name" "$start" "$end" "$(status_of "$rc")"
   unset 'BG_PID[$name]'
   sed "s/^/[$name] /" "$PHASE_DIR/$name.log"
   if [ "$rc" != 0 ]; then
@@ -92,7 +95,7 @@ phases_on_exit() {
   for name in "${!BG_PID[@]}"; do
     if [ -e "$PHASE_DIR/$name.done" ]; then
       read -r start end status <"$PHASE_DIR/$name.done"
-      row bg "$name" "$start" "$end" "$([ "$status" = 0 ] && echo ok || echo "FAILED (exit $status)")"
+      row bg "$name" "$start" "$end" "$(status_of "$status")"
     else
       kill -TERM -- "-${BG_PID[$name]}" 2>/dev/null
       row bg "$name" "$PHASE_T0" "$now" "stopped: the run ended first"
@@ -115,5 +118,7 @@ phases_on_exit() {
     printf '\nWARNING: this %s run took %d min, over its budget of %d min (docs/testing.md, "The CI budget").\n' \
       "$PHASE_MODE" $((total / 60)) $((budget / 60))
   fi
+  # The background logs were printed when collected; a failed run keeps them to look at.
+  [ "$rc" = 0 ] && rm -rf "$PHASE_DIR"
   return "$rc"
 }
