@@ -42,7 +42,7 @@
 #   kwok-<version>/bin)
 # built from the Go modules in hack/tools/control-plane (versions pinned there).
 #
-# --foreground (used by crates/testenv): components are children of this shell
+# --foreground (used by crates/dev/testenv): components are children of this shell
 # with PR_SET_PDEATHSIG=KILL (setpriv), the shell waits, and SIGTERM/exit tears
 # everything down and removes the state dir. "$DIR/ready" appears once usable.
 #

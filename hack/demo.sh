@@ -12,7 +12,7 @@
 #
 # What it shows:
 #   1. etcd + kube-apiserver + kube-controller-manager + scheduler + kwok fake nodes come up;
-#   2. the CRDs generated from crates/apis are installed;
+#   2. the CRDs generated from crates/controllers/apis are installed;
 #   3. sample-controller starts; the example Foo gets its Deployment, which reaches
 #      AVAILABLE = replicas (kwok's nodes run the Pods);
 #   4. the Foo is scaled to 3 and the Deployment follows;
@@ -21,7 +21,7 @@
 #      status; a resize is refused by the webhook with its message; then the VM is
 #      deleted cleanly (finalizer: the qemu process and its disk are gone before the
 #      object is);
-#   6. myweb-operator (built with crates/builder) starts; the example MyWeb gets its
+#   6. myweb-operator (built with crates/runtime/builder) starts; the example MyWeb gets its
 #      ConfigMap (the page), nginx Deployment and NodePort Service, and turns Ready;
 #   7. the MyWeb's page is changed and the ConfigMap follows (the Deployment rolls).
 set -euo pipefail
@@ -95,7 +95,7 @@ export KUBECONFIG
 export PATH="$(dirname "$KUBECTL"):$PATH"
 kubectl get nodes
 
-say "Installing the CRDs generated from crates/apis (deploy/crds)"
+say "Installing the CRDs generated from crates/controllers/apis (deploy/crds)"
 kubectl apply --server-side -f deploy/crds/
 kubectl wait --for condition=established --timeout=60s crd --all
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the local hypervisor that crates/vm-driver's QemuDriver (and its tests in
-# crates/vm-driver/tests/qemu.rs) need: qemu-system-x86_64 and qemu-img, from the
+# Installs the local hypervisor that crates/controllers/vm-driver's QemuDriver (and its tests in
+# crates/controllers/vm-driver/tests/qemu.rs) need: qemu-system-x86_64 and qemu-img, from the
 # Debian packages qemu-system-x86 and qemu-utils.
 #
 # Idempotent and quiet: when both binaries are already on PATH it prints nothing and

@@ -67,7 +67,7 @@ phase "rustup components (rustfmt, clippy)" bash -c '
   done'
 
 # --- Background: what the foreground needs later --------------------------------
-# The control plane for the e2e tests (crates/testenv), cached side by side in
+# The control plane for the e2e tests (crates/dev/testenv), cached side by side in
 # ~/.cache/kube-controllers-rs/k8s-<version>/bin (or KUBEBUILDER_ASSETS): the newest
 # release (every e2e suite runs on it) and the oldest we support (the cache and Foo e2e
 # suites run on it again at the end). Built with Go on a cold machine (docs/testing.md).
@@ -79,7 +79,7 @@ bg_start control-plane bash -c '
   touch "$1"
   K8S_VERSION=oldest nice -n 19 bash hack/control-plane.sh build' _ "$PHASE_DIR/newest-ready"
 # The system packages: QEMU for the VirtualMachine controller's real driver
-# (crates/vm-driver) and Chromium for the pipeline page's browser test (the
+# (crates/controllers/vm-driver) and Chromium for the pipeline page's browser test (the
 # sample-controller e2e suite). apt is network-bound: it overlaps the lints.
 bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromium.sh'
 # The fuzz targets build in a target dir of their own with their own flags (libFuzzer
@@ -105,7 +105,7 @@ phase "cargo build --workspace --bins --tests --examples (the one build)" \
   cargo build --workspace --bins --tests --examples --locked
 phase "index of the built test binaries" test_binaries_index
 
-phase "hack/verify-crds.sh (deploy/crds generated from crates/apis, not stale)" \
+phase "hack/verify-crds.sh (deploy/crds generated from crates/controllers/apis, not stale)" \
   env CRDGEN="$CARGO_TARGET_DIR/debug/crdgen" bash hack/verify-crds.sh
 
 bg_wait_file control-plane "$PHASE_DIR/newest-ready"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Regenerate deploy/crds/*.yaml from the Rust types in crates/apis
+# Regenerate deploy/crds/*.yaml from the Rust types in crates/controllers/apis
 # (the analogue of controller-gen / code-generator's update-codegen.sh).
-# Run it after changing a type in crates/apis; commit the result.
+# Run it after changing a type in crates/controllers/apis; commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fail if deploy/crds is not exactly what crates/apis generates
+# Fail if deploy/crds is not exactly what crates/controllers/apis generates
 # (the analogue of code-generator's verify-codegen.sh). Called by hack/test.sh.
 # Exit 0: up to date. Exit 1: stale (the diff is printed); run hack/update-crds.sh.
 set -euo pipefail
@@ -18,10 +18,10 @@ else
 fi
 
 if diff -Nru "$out_dir" "$tmp/crds"; then
-  echo "verify-crds: $out_dir is up to date with crates/apis."
+  echo "verify-crds: $out_dir is up to date with crates/controllers/apis."
 else
   echo >&2
-  echo "verify-crds: $out_dir is stale: it differs from what crates/apis generates (diff above," >&2
+  echo "verify-crds: $out_dir is stale: it differs from what crates/controllers/apis generates (diff above," >&2
   echo "verify-crds: '-' is the checked-in file, '+' the generated one)." >&2
   echo "verify-crds: run hack/update-crds.sh and commit deploy/crds." >&2
   exit 1

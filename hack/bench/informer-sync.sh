@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Initial informer sync from a real control plane: crates/cache's SharedIndexInformer
+# Initial informer sync from a real control plane: crates/runtime/cache's SharedIndexInformer
 # vs kube-runtime's reflector vs client-go's SharedIndexInformer, on the same
 # ConfigMaps, as separate processes; prints median sync time, CPU and peak RSS
 # (VmHWM) per implementation, size and API server state.
@@ -20,7 +20,7 @@
 # (default: target/bench/informer-sync).
 #
 # Implementations (Rust: informer-sync-bench sync --impl ...; Go: informer-sync-go sync):
-#   ours                    crates/cache SharedIndexInformer with its defaults (a streaming
+#   ours                    crates/runtime/cache SharedIndexInformer with its defaults (a streaming
 #                           list, sendInitialEvents, falling back to paged lists; the in-order
 #                           RealFIFO popped in batches), no handlers; timed until
 #                           wait_for_cache_sync returns (woken, not polled). Every ours-*
@@ -149,7 +149,7 @@ load() { uptime | sed 's/.*load average: //'; }
   echo "memory:  $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
   echo "rustc:   $(rustc --version)"
   echo "go:      $(go version | sed 's/^go version //'); client-go $(cd "$GO_DIR" && go list -m -f '{{.Version}}' k8s.io/client-go) (GOGC, GOMAXPROCS: Go's defaults${GOGC:+; GOGC=$GOGC}${GOMAXPROCS:+; GOMAXPROCS=$GOMAXPROCS})"
-  echo "git:     $(git rev-parse --short HEAD)$(git status --porcelain -- crates/cache | grep -q . && echo ' + uncommitted changes in crates/cache')"
+  echo "git:     $(git rev-parse --short HEAD)$(git status --porcelain -- crates/runtime/cache | grep -q . && echo ' + uncommitted changes in crates/runtime/cache')"
   echo "sizes:   $SIZES; runs: $RUNS; impls: $IMPLS"
   echo "server state: $SERVER_STATE"
   for s in "${STATES[@]}"; do echo "  $(state_doc "$s")"; done

@@ -11,7 +11,7 @@
 # its header has the details). The Foo controller runs in the bench process, wired as
 # cmd/sample-controller wires it (HTTP/2 client, $WORKERS workers, informers stripping
 # managedFields, events.k8s.io/v1 Events), watching a fresh namespace. Its client
-# delays the body of every Deployment watch by the latency (crates/testenv's
+# delays the body of every Deployment watch by the latency (crates/dev/testenv's
 # inject::WatchLatency, a client-side layer: over HTTP/2 a TCP proxy cannot delay the
 # watch without delaying the writes multiplexed with it), so its Deployment informer
 # lags while its writes answer at once; every response it gets is logged

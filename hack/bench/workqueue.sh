@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Benchmarks crates/workqueue against client-go's util/workqueue, back to back on the
+# Benchmarks crates/runtime/workqueue against client-go's util/workqueue, back to back on the
 # same machine, and prints median ops/s for each scenario, Rust vs Go, and the ratio.
 #
 #   bash hack/bench/workqueue.sh            # full run: a few minutes
 #   ROUNDS=3 GO_COUNT=5 bash hack/bench/workqueue.sh  # alternate Rust/Go 3 times
 #
-# Rust: criterion (crates/workqueue/benches/workqueue.rs); the median is criterion's
+# Rust: criterion (crates/runtime/workqueue/benches/workqueue.rs); the median is criterion's
 # median time per iteration (target/criterion/<id>/new/estimates.json) turned into
 # elements/s with the benchmark's Throughput::Elements.
 # Go: testing.B (hack/bench/workqueue-go), -cpu 2, GO_COUNT runs of GO_BENCHTIME each;
@@ -31,7 +31,7 @@ say() { printf '\n=== %s\n' "$*"; }
   echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host:    $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "memory:  $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
-  echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates/workqueue/src || echo ' (crates/workqueue/src modified)')"
+  echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates/runtime/workqueue/src || echo ' (crates/runtime/workqueue/src modified)')"
   echo "rustc:   $(rustc --version)"
   echo "go:      $(go version)"
   echo "client-go: $(cd hack/bench/workqueue-go && go list -m -f '{{.Version}}' k8s.io/client-go)"

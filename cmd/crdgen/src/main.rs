@@ -1,4 +1,4 @@
-//! `crdgen`: writes every CustomResourceDefinition of `crates/apis` to a
+//! `crdgen`: writes every CustomResourceDefinition of `crates/controllers/apis` to a
 //! directory, one kubebuilder-named YAML file per CRD.
 //!
 //! ```text
@@ -18,7 +18,10 @@ use clap::Parser;
 
 /// Command-line flags.
 #[derive(Debug, Parser)]
-#[command(version, about = "Write the CRDs of crates/apis as YAML files")]
+#[command(
+    version,
+    about = "Write the CRDs of crates/controllers/apis as YAML files"
+)]
 struct Args {
     /// Directory to write `<group>_<plural>.yaml` files to.
     #[arg(long, default_value = "deploy/crds")]

@@ -8,7 +8,7 @@
 //! misplaced field fails); then the chain the API server follows when it calls a webhook:
 //!
 //! ```text
-//! webhook configuration ─ rules (group/version/plural/scope of the CRD in crates/apis),
+//! webhook configuration ─ rules (group/version/plural/scope of the CRD in crates/controllers/apis),
 //!   │                     failurePolicy Fail, sideEffects None, the controller's namespace
 //!   │                     not selected, cert-manager.io/inject-ca-from = the Certificate
 //!   ├ clientConfig.service.path == webhook::{validate,mutate}_path::<K>()

@@ -1,6 +1,6 @@
 //! `myweb-operator`: the MyWeb operator binary, the Operator101 tutorial's
 //! `cmd/main.go`. It only wires flags to crates: the operator is
-//! `crates/myweb-operator` (built with `crates/builder`), everything around it
+//! `crates/controllers/myweb-operator` (built with `crates/runtime/builder`), everything around it
 //! (client, informers, Events, metrics, health, leader election, signals) is
 //! `manager::Manager`.
 //!

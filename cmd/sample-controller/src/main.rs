@@ -1,5 +1,5 @@
 //! `sample-controller`: the Foo controller binary, kubernetes/sample-controller's
-//! `main.go`. It only wires flags to crates: the controller is `crates/foo-controller`,
+//! `main.go`. It only wires flags to crates: the controller is `crates/controllers/foo-controller`,
 //! everything around it (client, informers, Events, metrics, health, leader election,
 //! signals) is `manager::Manager`.
 //!

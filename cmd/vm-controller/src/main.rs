@@ -1,6 +1,6 @@
 //! `vm-controller`: the VirtualMachine controller binary, controller101's
 //! `cmd/main.go`. It only wires flags to crates; the controller is
-//! `crates/vm-controller`, the drivers are `crates/vm-driver`.
+//! `crates/controllers/vm-controller`, the drivers are `crates/controllers/vm-driver`.
 //!
 //! ```text
 //! vm-controller --kubeconfig ~/.kube/config --vm-driver qemu --state-dir /var/lib/vm-controller

@@ -1,5 +1,5 @@
 // Package workqueuebench benchmarks client-go's real util/workqueue on the same
-// scenarios as crates/workqueue/benches/workqueue.rs, so the two can be compared
+// scenarios as crates/runtime/workqueue/benches/workqueue.rs, so the two can be compared
 // run for run (hack/bench/workqueue.sh runs both back to back).
 //
 // Keys are strings "ns-<i%100>/name-<i>" built before the timer starts, exactly the

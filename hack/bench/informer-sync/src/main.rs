@@ -1,5 +1,5 @@
 //! Initial-sync benchmark: how long and how much memory a process needs to sync one
-//! ConfigMap informer from a real kube-apiserver, with crates/cache's
+//! ConfigMap informer from a real kube-apiserver, with crates/runtime/cache's
 //! `SharedIndexInformer` and with kube-runtime's `reflector` + `watcher`.
 //!
 //! ```text
@@ -24,7 +24,7 @@ use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
-#[command(about = "Initial informer sync: crates/cache vs kube-runtime")]
+#[command(about = "Initial informer sync: crates/runtime/cache vs kube-runtime")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,7 +54,7 @@ enum Command {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Impl {
-    /// crates/cache SharedIndexInformer (defaults: a streaming list, falling back to
+    /// crates/runtime/cache SharedIndexInformer (defaults: a streaming list, falling back to
     /// paged lists), no handlers, no transform.
     Ours,
     /// The same, with a transform that drops metadata.managedFields.

@@ -1,0 +1,286 @@
+//! The MyWeb operator's `Reconcile`: make a ConfigMap, a Deployment and a NodePort
+//! Service match a MyWeb, and say how it went in the MyWeb's status.
+//!
+//! Level-triggered and idempotent: the reconciler gets a [`Request`] (never the event
+//! that caused it), reads the MyWeb and the objects from the informers' caches, and
+//! sends the same apply configuration whatever happened before. Step by step:
+//!
+//! 1. Read the MyWeb from the cache. Gone, or being deleted? Nothing to do: its objects
+//!    carry a controller ownerReference, so the garbage collector deletes them. No
+//!    finalizer is needed because nothing outside the cluster has to be cleaned up
+//!    (compare the VirtualMachine controller, whose VMs live outside it).
+//! 2. For the ConfigMap, the Deployment and the Service, in that order:
+//!    - an object of that name the MyWeb does **not** control (another controller's, or
+//!      nobody's) is never touched: Warning Event `ErrResourceExists`, `Ready=False`,
+//!      and an error so the request is retried with backoff;
+//!    - missing from the cache: **create** it (POST). If someone else's object of that
+//!      name appeared since the cache last looked, the API server answers 409
+//!      AlreadyExists and we retry; an apply would have adopted it;
+//!    - ours: **server-side apply** the desired configuration ([`objects`])
+//!      as field manager [`FIELD_MANAGER`], with `force`.
+//! 3. Compute `Ready` from the Deployment the API server returned, and write the status
+//!    if it changed. A refused write (a node port another Service holds) becomes a
+//!    Warning Event and `Ready=False` with the server's message, then an error:
+//!    backoff, never a hot loop.
+//!
+//! # Why server-side apply
+//!
+//! sample-controller (crates/controllers/foo-controller) reads the Deployment, changes `replicas` on
+//! the copy and sends an update carrying the resourceVersion it read: a stale cache or
+//! a concurrent writer costs a 409 and a retry, and it can only correct the fields it
+//! compares by hand. With server-side apply the request *is* the desired state: one
+//! PATCH per object, no resourceVersion, no read-modify-write, and the API server
+//! merges it field by field. `force` is safe because the configuration holds only the
+//! fields this operator owns; if `kubectl edit` or `kubectl scale` changed one of them,
+//! force takes it back (drift corrected), while fields we never send (annotations
+//! other tools add, say) are left alone. An apply that changes nothing writes nothing,
+//! so the repeated request is cheap for etcd.
+//!
+//! The apply also carries the UID the cache saw: if the object was deleted and
+//! replaced by someone else's since, the UID no longer matches and the API server
+//! refuses the change (UIDs are immutable) instead of us adopting it.
+
+use std::fmt::Debug;
+
+use apis::operator::v1::MyWeb;
+use builder::{Action, Reconciler, Request};
+use cache::Lister;
+use controller::{ApiError, Freshness, is_controlled_by};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use record::{EventRecorder, EventType};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tracing::{debug, info};
+
+use crate::error::{Error, Result};
+use crate::status::{Readiness, deployment_readiness, next_status};
+use crate::{FIELD_MANAGER, REASON_READY, objects};
+
+/// What the reconciler reads and writes with: the caches of the four informers, a
+/// client for writes, and the Event recorder.
+#[derive(Clone)]
+pub struct MyWebReconciler {
+    client: kube::Client,
+    webs: Lister<MyWeb>,
+    config_maps: Lister<ConfigMap>,
+    deployments: Lister<Deployment>,
+    services: Lister<Service>,
+    recorder: EventRecorder,
+    freshness: Option<Freshness>,
+}
+
+/// The listers a [`MyWebReconciler`] reads from.
+#[derive(Clone)]
+pub struct Listers {
+    /// MyWebs.
+    pub webs: Lister<MyWeb>,
+    /// ConfigMaps.
+    pub config_maps: Lister<ConfigMap>,
+    /// Deployments.
+    pub deployments: Lister<Deployment>,
+    /// Services.
+    pub services: Lister<Service>,
+}
+
+impl MyWebReconciler {
+    /// A reconciler reading `listers` and writing with `client`.
+    pub fn new(client: kube::Client, listers: Listers, recorder: EventRecorder) -> Self {
+        Self {
+            client,
+            webs: listers.webs,
+            config_maps: listers.config_maps,
+            deployments: listers.deployments,
+            services: listers.services,
+            recorder,
+            freshness: None,
+        }
+    }
+
+    /// Reports every write to `freshness` (see [`controller::freshness`]), so a
+    /// MyWeb's next reconcile waits until the informers have seen them; the builder
+    /// must be given the same guard.
+    pub fn with_freshness(mut self, freshness: Option<Freshness>) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// Tells the staleness guard that reconciling `web` wrote `obj`
+    /// (and the pipeline view, which shows it as a step of `web`'s trip).
+    fn wrote<K: kube::Resource + 'static>(&self, web: &MyWeb, obj: &K) {
+        controller::record_write(obj);
+        if let Some(freshness) = &self.freshness {
+            let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
+            let name = web.metadata.name.as_deref().unwrap_or_default();
+            freshness.wrote(&format!("{namespace}/{name}"), obj);
+        }
+    }
+
+    /// Reconciles the MyWeb `namespace/name`. See the [module docs](self).
+    pub async fn reconcile_web(&self, namespace: &str, name: &str) -> Result<()> {
+        // 1. The MyWeb, from the cache.
+        let web = match self.webs.get(namespace, name) {
+            Ok(web) => web,
+            Err(err) if err.is_not_found() => {
+                debug!(
+                    namespace,
+                    name, "MyWeb no longer exists; the garbage collector removes its objects"
+                );
+                return Ok(());
+            }
+            Err(err) => return Err(Error::Cache(err)),
+        };
+        if web.metadata.deletion_timestamp.is_some() {
+            return Ok(());
+        }
+
+        // 2. The three objects.
+        let outcome = self.apply_objects(&web).await;
+
+        // 3. Status, from the outcome.
+        let readiness = match &outcome {
+            Ok(deployment) => deployment_readiness(deployment, web.spec.node_port_number),
+            Err(err) => {
+                let message = err.user_message();
+                self.recorder
+                    .event(&*web, EventType::Warning, err.reason(), message.clone());
+                Readiness::not_ready(err.reason(), message)
+            }
+        };
+        self.write_status(&web, &readiness).await?;
+        outcome.map(|_| ())
+    }
+
+    /// Step 2: the ConfigMap first (the pods mount it), then the Deployment, then the
+    /// Service. Returns the Deployment as the API server has it now.
+    async fn apply_objects(&self, web: &MyWeb) -> Result<Deployment> {
+        self.ensure(web, &self.config_maps, objects::config_map(web)?)
+            .await?;
+        let deployment = self
+            .ensure(web, &self.deployments, objects::deployment(web)?)
+            .await?;
+        self.ensure(web, &self.services, objects::service(web)?)
+            .await?;
+        Ok(deployment)
+    }
+
+    /// Creates `desired` if the cache has no object of its name, applies it if the
+    /// cached one is controlled by `web`, and refuses otherwise.
+    async fn ensure<K: Owned>(&self, web: &MyWeb, cache: &Lister<K>, mut desired: K) -> Result<K> {
+        let namespace = desired.meta().namespace.clone().unwrap_or_default();
+        let name = desired.meta().name.clone().unwrap_or_default();
+        let api: Api<K> = Api::namespaced(self.client.clone(), &namespace);
+        let failed = |action: &'static str, source| {
+            Error::Api(ApiError::new(action, &namespace, &name, source))
+        };
+        let written = match cache.get(&namespace, &name) {
+            Ok(current) if !is_controlled_by(&*current, web) => Err(Error::ResourceExists {
+                kind: K::KIND,
+                name,
+            }),
+            Ok(current) => {
+                desired.meta_mut().uid = current.meta().uid.clone();
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(&name, &params, &Patch::Apply(&desired))
+                    .await
+                    .map_err(|e| failed(K::APPLY, e))
+            }
+            Err(err) if err.is_not_found() => {
+                info!(kind = K::KIND, namespace, name, "creating");
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.to_string()),
+                    ..PostParams::default()
+                };
+                api.create(&params, &desired)
+                    .await
+                    .map_err(|e| failed(K::CREATE, e))
+            }
+            Err(err) => Err(Error::Cache(err)),
+        }?;
+        self.wrote(web, &written);
+        Ok(written)
+    }
+
+    /// Step 3: patches the status subresource when it differs from what the cache has,
+    /// and tells the user when the page becomes served.
+    async fn write_status(&self, web: &MyWeb, readiness: &Readiness) -> Result<()> {
+        let Some(status) = next_status(web, readiness, Timestamp::now()) else {
+            return Ok(());
+        };
+        let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
+        let name = web.metadata.name.as_deref().unwrap_or_default();
+        let was_ready = web.ready_condition().is_some_and(|c| c.status == "True");
+        let api: Api<MyWeb> = Api::namespaced(self.client.clone(), namespace);
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PostParams::default()
+        };
+        // The whole object with the resourceVersion we read, to the status subresource
+        // (the API server ignores everything but `status` there): if the MyWeb changed
+        // since the cache saw it, a 409 Conflict retries the request with the newer one.
+        let mut updated = web.clone();
+        updated.status = Some(status);
+        let written = api
+            .replace_status(name, &params, &updated)
+            .await
+            .map_err(|e| Error::Api(ApiError::new("update MyWeb status", namespace, name, e)))?;
+        self.wrote(web, &written);
+        if readiness.ready && !was_ready {
+            self.recorder.event(
+                web,
+                EventType::Normal,
+                REASON_READY,
+                readiness.message.clone(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A kind the operator owns, with the words its errors use.
+trait Owned:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    const KIND: &'static str;
+    const CREATE: &'static str;
+    const APPLY: &'static str;
+}
+
+impl Owned for ConfigMap {
+    const KIND: &'static str = "ConfigMap";
+    const CREATE: &'static str = "create ConfigMap";
+    const APPLY: &'static str = "apply ConfigMap";
+}
+
+impl Owned for Deployment {
+    const KIND: &'static str = "Deployment";
+    const CREATE: &'static str = "create Deployment";
+    const APPLY: &'static str = "apply Deployment";
+}
+
+impl Owned for Service {
+    const KIND: &'static str = "Service";
+    const CREATE: &'static str = "create Service";
+    const APPLY: &'static str = "apply Service";
+}
+
+impl Reconciler for MyWebReconciler {
+    type Error = Error;
+
+    async fn reconcile(&self, request: &Request) -> Result<Action> {
+        self.reconcile_web(request.namespace_or_empty(), &request.name)
+            .await
+            .map(|()| Action::Done)
+    }
+}
