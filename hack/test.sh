@@ -91,6 +91,8 @@ bg_start fuzz-build nice -n 19 env -u CARGO_TARGET_DIR FUZZ_BUILD_ONLY=1 bash ha
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
+phase "hack/verify-layout.sh (README and docs/architecture.md name every crate; no dependency up a tier)" \
+  bash hack/verify-layout.sh
 
 phase "cargo clippy --all-targets -D warnings" \
   cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The house's map matches the house. Fails when
+#   - a crate under crates/<tier>/ is missing from README.md's "Layout" block or from
+#     docs/architecture.md's code map (what a newcomer reads first), or when
+#   - a crate's normal (non-dev) dependencies point up a tier: runtime may use only runtime;
+#     controllers runtime and controllers; crates/dev and cmd/ anything. Dev-dependencies
+#     are free (the runtime crates' e2e tests use crates/dev/testenv).
+# Cheap (cargo metadata, no build); hack/test.sh runs it before the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail=0
+# The fenced block right after the "## Layout" heading.
+layout=$(awk '/^## Layout/ {on = 1; next} on && /^```/ {n++; if (n == 2) exit; next} on && n == 1' README.md)
+for dir in crates/*/*/; do
+  dir=${dir%/}
+  tier=$(basename "$(dirname "$dir")")
+  name=$(basename "$dir")
+  # In README's block a tier is a line `  <tier>/` and its crates the lines `    <name>/ ...`.
+  if ! grep -qE "^ *$tier/ *\$|^ *$tier/ " <<<"$layout" || ! grep -qE "^ +$name/( |\$)" <<<"$layout"; then
+    echo "verify-layout: $dir is not in README.md's Layout block" >&2
+    fail=1
+  fi
+  if ! grep -qF "\`$dir\`" docs/architecture.md; then
+    echo "verify-layout: $dir is not named in docs/architecture.md" >&2
+    fail=1
+  fi
+done
+
+# Each workspace package's tier from its manifest path: runtime 0 < controllers 1 < dev, cmd 2.
+upward=$(cargo metadata --no-deps --format-version 1 --locked | jq -r '
+  def tier: if test("/crates/runtime/") then 0 elif test("/crates/controllers/") then 1 else 2 end;
+  (.packages | map({key: .name, value: (.manifest_path | tier)}) | from_entries) as $tiers
+  | .packages[]
+  | . as $p
+  | ($p.manifest_path | tier) as $t
+  | $p.dependencies[]
+  | select(.kind == null and .path != null and ($tiers[.name] // -1) > $t)
+  | "\($p.name) -> \(.name)"')
+if [ -n "$upward" ]; then
+  echo "verify-layout: dependencies that point up a tier (runtime < controllers < dev, cmd):" >&2
+  sed 's/^/  /' <<<"$upward" >&2
+  fail=1
+fi
+
+if [ "$fail" = 0 ]; then
+  echo "verify-layout: README.md and docs/architecture.md name every crate; no dependency points up a tier."
+fi
+exit "$fail"
