@@ -35,7 +35,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
+use crate::delta::{DeletedObject, Delta};
+use crate::delta_fifo::DeltaFifo;
 use crate::error::{Error, Result};
 use crate::informer_queue::{InformerQueue, QueueKind};
 use crate::keys::meta_namespace_key;
@@ -47,6 +48,7 @@ use crate::reflector::{BackoffConfig, Reflector};
 use crate::registration::ResourceEventHandlerRegistration;
 use crate::steps;
 use crate::store::{Indexer, Indexers};
+use crate::transform::TransformFunc;
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
 /// deltas are applied and distributed under it, so a late registration can take a
