@@ -75,8 +75,8 @@ struct Inner<K> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
-    /// `true` once the initial list is in the indexer; the FIFO sets it (see
-    /// [`DeltaFifo::with_synced_signal`]). Shared so that registrations can follow it
+    /// `true` once the initial list is in the indexer; the queue sets it (see
+    /// [`RealFifo::with_synced_signal`], [`DeltaFifo::with_synced_signal`]). Shared so that registrations can follow it
     /// for as long as the informer lives.
     synced: Arc<watch::Sender<bool>>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,
