@@ -15,9 +15,9 @@
 //!    the server said 410 Gone), objects deleted during the gap are simply absent
 //!    from the new list. [`DeltaFifo::replace`] compares the list with what the
 //!    indexer knows (the `known_objects`) and queues a `Deleted` delta carrying a
-//!    [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown) tombstone for every known key that is missing.
-//!    Handlers therefore always learn about the deletion, even if they never saw the
-//!    final state of the object.
+//!    [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown) tombstone for
+//!    every known key that is missing. Handlers therefore always learn about the
+//!    deletion, even if they never saw the final state of the object.
 //! 3. **Resync.** [`DeltaFifo::resync`] queues a `Sync` delta for every known object
 //!    that has nothing queued, which makes handlers see every object again
 //!    periodically (level-triggered controllers use it as a safety net).
@@ -41,9 +41,10 @@
 //! deltas for both queues, and says where this queue's replace differs from the
 //! RealFIFO's.
 //!
-//! The vocabulary ([`Delta`], [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)), the indexer's view
-//! ([`KeyListerGetter`]), the transform and `has_synced`'s
-//! bookkeeping live in modules of their own, shared with the [`RealFifo`](crate::RealFifo).
+//! The vocabulary ([`Delta`], [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)),
+//! the indexer's view ([`KeyListerGetter`]), the transform and `has_synced`'s
+//! bookkeeping live in modules of their own, shared with the
+//! [`RealFifo`](crate::RealFifo).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;

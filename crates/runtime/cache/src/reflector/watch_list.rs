@@ -16,9 +16,9 @@
 //! and needs no second request to start watching.
 //!
 //! The events go into the informer's queue exactly as a list does: batches of 500
-//! through [`InformerQueue::replace_page`](crate::InformerQueue::replace_page), and the
-//! end bookmark is [`finish_replace`](crate::InformerQueue::finish_replace) (tombstones for what is
-//! gone, then `has_synced`). Anything unexpected before the end bookmark (an error, a
+//! through [`InformerQueue::replace_page`](crate::InformerQueue::replace_page), and
+//! the end bookmark is [`finish_replace`](crate::InformerQueue::finish_replace)
+//! (tombstones for what is gone, then `has_synced`). Anything unexpected before the end bookmark (an error, a
 //! closed stream, a `MODIFIED` or `DELETED` event) abandons the stream, and the
 //! reflector lists in pages instead, that time. A server that rejects the request
 //! (a 4xx such as `422 Invalid` from a server with the WatchList feature off, or one
