@@ -15,9 +15,9 @@
 //!    the server said 410 Gone), objects deleted during the gap are simply absent
 //!    from the new list. [`DeltaFifo::replace`] compares the list with what the
 //!    indexer knows (the `known_objects`) and queues a `Deleted` delta carrying a
-//!    [`DeletedFinalStateUnknown`] tombstone for every known key that is missing.
-//!    Handlers therefore always learn about the deletion, even if they never saw the
-//!    final state of the object.
+//!    [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown) tombstone for
+//!    every known key that is missing. Handlers therefore always learn about the
+//!    deletion, even if they never saw the final state of the object.
 //! 3. **Resync.** [`DeltaFifo::resync`] queues a `Sync` delta for every known object
 //!    that has nothing queued, which makes handlers see every object again
 //!    periodically (level-triggered controllers use it as a safety net).
@@ -36,8 +36,15 @@
 //! One departure from client-go: a replace can arrive page by page
 //! ([`DeltaFifo::begin_replace`], [`replace_page`](DeltaFifo::replace_page),
 //! [`finish_replace`](DeltaFifo::finish_replace)), each page queued as soon as it is
-//! listed instead of after the last one. The [`replace`] module explains why that
-//! is safe and what it saves.
+//! listed instead of after the last one. The [`replacement`](crate::replacement)
+//! module explains why that is safe and what it saves; it also computes the replace's
+//! deltas for both queues, and says where this queue's replace differs from the
+//! RealFIFO's.
+//!
+//! The vocabulary ([`Delta`], [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)),
+//! the indexer's view ([`KeyListerGetter`]), the transform and `has_synced`'s
+//! bookkeeping live in modules of their own, shared with the
+//! [`RealFifo`](crate::RealFifo).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -48,172 +55,14 @@ use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
+use crate::delta::{DeletedObject, Delta};
 use crate::error::Result;
 use crate::keys::meta_namespace_key;
+use crate::known_objects::KeyListerGetter;
+use crate::population::Population;
+use crate::replacement::{Queued, QueuedDeletion, Replacement};
 use crate::steps;
-
-pub mod replace;
-pub use replace::Replacement;
-
-/// The kind of change a [`Delta`] records: client-go's `DeltaType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeltaType {
-    /// The object was created (seen by a watch).
-    Added,
-    /// The object was changed (seen by a watch).
-    Updated,
-    /// The object was deleted, or went missing in a relist (tombstone).
-    Deleted,
-    /// The object was in a (re)list. Handlers see it as an add or an update.
-    Replaced,
-    /// A periodic resync of an unchanged object.
-    Sync,
-    /// The watch (or a finished list) reached a resourceVersion: everything queued
-    /// before it is at least that fresh. Only the [`RealFifo`](crate::RealFifo)
-    /// queues it (client-go's `Bookmark` delta, emitted by its in-order FIFO only): a
-    /// DeltaFIFO regroups events per key, so no point in it is "everything before".
-    Bookmark,
-}
-
-/// An object that was deleted, but whose final state is unknown because the deletion
-/// happened while the watch was disconnected: client-go's `DeletedFinalStateUnknown`.
-///
-/// `obj` is the last state the cache knew, which may be stale (or absent).
-#[derive(Debug)]
-pub struct DeletedFinalStateUnknown<K> {
-    /// The deleted object's key.
-    pub key: String,
-    /// The last known state of the object, if the cache had one.
-    pub obj: Option<Arc<K>>,
-}
-
-impl<K> Clone for DeletedFinalStateUnknown<K> {
-    fn clone(&self) -> Self {
-        Self {
-            key: self.key.clone(),
-            obj: self.obj.clone(),
-        }
-    }
-}
-
-/// What `on_delete` receives: the deleted object as the watch reported it, or a
-/// tombstone. client-go passes `interface{}` and makes every handler type-switch on
-/// `DeletedFinalStateUnknown`; here the type says it.
-#[derive(Debug)]
-pub enum DeletedObject<K> {
-    /// The object's final state, from a watch `DELETED` event.
-    Object(Arc<K>),
-    /// The object vanished during a watch gap; see [`DeletedFinalStateUnknown`].
-    Tombstone(DeletedFinalStateUnknown<K>),
-}
-
-impl<K> Clone for DeletedObject<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Object(obj) => Self::Object(obj.clone()),
-            Self::Tombstone(t) => Self::Tombstone(t.clone()),
-        }
-    }
-}
-
-impl<K> DeletedObject<K> {
-    /// The best state we have of the deleted object: its final state, or the last
-    /// state the cache knew for a tombstone.
-    pub fn object(&self) -> Option<&Arc<K>> {
-        match self {
-            Self::Object(obj) => Some(obj),
-            Self::Tombstone(t) => t.obj.as_ref(),
-        }
-    }
-
-    /// Whether this is a tombstone.
-    pub fn is_tombstone(&self) -> bool {
-        matches!(self, Self::Tombstone(_))
-    }
-}
-
-/// One change to one object: client-go's `Delta`.
-#[derive(Debug)]
-pub enum Delta<K> {
-    /// See [`DeltaType::Added`].
-    Added(Arc<K>),
-    /// See [`DeltaType::Updated`].
-    Updated(Arc<K>),
-    /// See [`DeltaType::Deleted`].
-    Deleted(DeletedObject<K>),
-    /// See [`DeltaType::Replaced`].
-    Replaced(Arc<K>),
-    /// See [`DeltaType::Sync`].
-    Sync(Arc<K>),
-    /// See [`DeltaType::Bookmark`]: the resourceVersion reached.
-    Bookmark(Arc<str>),
-}
-
-impl<K> Clone for Delta<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Added(o) => Self::Added(o.clone()),
-            Self::Updated(o) => Self::Updated(o.clone()),
-            Self::Deleted(d) => Self::Deleted(d.clone()),
-            Self::Replaced(o) => Self::Replaced(o.clone()),
-            Self::Sync(o) => Self::Sync(o.clone()),
-            Self::Bookmark(rv) => Self::Bookmark(rv.clone()),
-        }
-    }
-}
-
-impl<K> Delta<K> {
-    /// The kind of change.
-    pub fn delta_type(&self) -> DeltaType {
-        match self {
-            Self::Added(_) => DeltaType::Added,
-            Self::Updated(_) => DeltaType::Updated,
-            Self::Deleted(_) => DeltaType::Deleted,
-            Self::Replaced(_) => DeltaType::Replaced,
-            Self::Sync(_) => DeltaType::Sync,
-            Self::Bookmark(_) => DeltaType::Bookmark,
-        }
-    }
-
-    /// The object the delta carries (for a tombstone, its last known state).
-    pub fn object(&self) -> Option<&Arc<K>> {
-        match self {
-            Self::Added(o) | Self::Updated(o) | Self::Replaced(o) | Self::Sync(o) => Some(o),
-            Self::Deleted(d) => d.object(),
-            Self::Bookmark(_) => None,
-        }
-    }
-}
-
-/// What the FIFO asks the indexer: client-go's `KeyListerGetter`.
-pub trait KeyListerGetter<K>: Send + Sync {
-    /// Every key the indexer holds.
-    fn list_keys(&self) -> Vec<String>;
-    /// The object under `key`.
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
-    /// Whether it holds nothing (a replace that starts from nothing need not track
-    /// which keys it listed).
-    fn is_empty(&self) -> bool {
-        self.list_keys().is_empty()
-    }
-}
-
-impl<K: Send + Sync + 'static> KeyListerGetter<K> for crate::store::Indexer<K> {
-    fn list_keys(&self) -> Vec<String> {
-        crate::store::Indexer::list_keys(self)
-    }
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        crate::store::Indexer::get_by_key(self, key)
-    }
-    fn is_empty(&self) -> bool {
-        crate::store::Indexer::is_empty(self)
-    }
-}
-
-/// A function applied to every object before it is queued (and so before it is
-/// stored): client-go's `TransformFunc`. Typically strips `managedFields` to save
-/// memory.
-pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+use crate::transform::{TransformFunc, prepare_object};
 
 struct State<K> {
     /// Deltas per key, oldest first. A key is here iff it is in `queue`. Keys are
@@ -293,11 +142,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Applies the transform (if any) and wraps the object for storing. Every object
     /// goes through it exactly once on its way into the queue; a list is transformed
     /// page by page as it arrives ([`replace_page`](Self::replace_page)), so a large
-    /// initial list is never held untransformed all at once.
-    ///
-    /// Without a transform it trims `metadata.managedFields` to its length: JSON
-    /// decoding grows that vector by doubling (one entry usually sits in room for
-    /// four), and every cached object would keep the slack for its lifetime.
+    /// initial list is never held untransformed all at once. Without a transform it
+    /// trims `metadata.managedFields` (see [`crate::transform`]).
     pub fn prepare(&self, obj: K) -> Arc<K> {
         prepare_object(self.transform.as_ref(), obj)
     }
@@ -359,6 +205,56 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut replacement = self.begin_replace();
         self.replace_page(&mut replacement, list);
         self.finish_replace(replacement)
+    }
+
+    /// Starts a replace (a list or relist) that arrives in pages. See
+    /// [`crate::replacement`] for why pages are queued as they arrive.
+    pub fn begin_replace(&self) -> Replacement {
+        let st = self.state.lock();
+        let nothing_known = st.items.values().all(|deltas| deltas.is_empty())
+            && self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        Replacement::new(!st.population.populated, !nothing_known)
+    }
+
+    /// Transforms one page (see [`prepare`](Self::prepare)) and queues a `Replaced`
+    /// delta for each of its objects, so the consumer can start on them at once.
+    /// Objects without a name are skipped and reported by `finish_replace`.
+    pub fn replace_page(&self, replacement: &mut Replacement, page: Vec<K>) {
+        // Transform and key outside the lock: the consumer keeps popping meanwhile.
+        let replaced = replacement.replaced(self.transform.as_ref(), page);
+        let mut st = self.state.lock();
+        // The initial population counts keys, not deltas: a key queued twice is one
+        // pop.
+        let initial = replacement.queue_all(replaced, |key, delta| {
+            self.queue_action(&mut st, key, delta)
+        });
+        st.population.initial_count += initial;
+    }
+
+    /// Ends a replace: queues a tombstone `Deleted` delta for every key that is queued
+    /// or known to the indexer but was not listed, and (for the first replace) marks
+    /// the initial population complete, so `has_synced` turns true once it is popped.
+    /// client-go's `Replace`, minus the part `replace_page` already did.
+    ///
+    /// A key whose newest queued delta is already a deletion is tombstoned too, as
+    /// client-go's DeltaFIFO does, and the tombstone collapses into that deletion
+    /// (`dedupDeltas`); the RealFIFO leaves such a key alone
+    /// ([`crate::replacement`] compares the two).
+    pub fn finish_replace(&self, replacement: Replacement) -> Result<()> {
+        let mut st = self.state.lock();
+        let tombstones = replacement.tombstones(
+            || &*st,
+            self.known_objects.as_deref(),
+            QueuedDeletion::Tombstone,
+        );
+        let initial = replacement.queue_all(tombstones, |key, delta| {
+            self.queue_action(&mut st, key, delta)
+        });
+        st.population.initial_count += initial;
+        st.population.populated = true;
+        self.signal_if_synced(&mut st);
+        drop(st);
+        replacement.into_result()
     }
 
     /// Queues a `Sync` delta for every known object with nothing queued: client-go's
@@ -464,53 +360,21 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     }
 }
 
-/// How far a queue is through its initial list: what `has_synced` means, shared by
-/// [`DeltaFifo`] and [`RealFifo`](crate::RealFifo).
-#[derive(Debug, Default)]
-pub(crate) struct Population {
-    /// Whether a first replace (or any add/update/delete) happened.
-    pub(crate) populated: bool,
-    /// Entries of the first replace not yet popped (keys for a DeltaFIFO, events for
-    /// a RealFIFO).
-    pub(crate) initial_count: usize,
-    /// Whether the synced signal was sent (once); saves touching the channel on every
-    /// pop.
-    signalled: bool,
-}
-
-impl Population {
-    /// client-go's `HasSynced`: populated, and the initial list fully popped.
-    pub(crate) fn has_synced(&self) -> bool {
-        self.populated && self.initial_count == 0
+/// A replace reads the queue as each key's newest delta, in the order of the map of
+/// keys (client-go ranges over its `items` map).
+impl<K> Queued<K> for &State<K> {
+    fn newest_deltas<'a>(&'a self) -> impl Iterator<Item = (&'a Arc<str>, &'a Delta<K>)>
+    where
+        K: 'a,
+    {
+        self.items
+            .iter()
+            .filter_map(|(key, deltas)| Some((key, deltas.last()?)))
     }
 
-    /// Whether what is popped now belongs to the initial list.
-    pub(crate) fn is_in_initial_list(&self) -> bool {
-        !self.has_synced()
+    fn is_queued(&self, key: &str) -> bool {
+        self.items.get(key).is_some_and(|deltas| !deltas.is_empty())
     }
-
-    /// Sends `true` on `synced` the first time the queue is synced, so waiters need
-    /// not poll.
-    pub(crate) fn signal_if_synced(&mut self, synced: &watch::Sender<bool>) {
-        if !self.signalled && self.has_synced() {
-            self.signalled = true;
-            synced.send_replace(true);
-        }
-    }
-}
-
-/// [`DeltaFifo::prepare`] for any queue: the transform, or trimming `managedFields`.
-pub(crate) fn prepare_object<K: Resource>(transform: Option<&TransformFunc<K>>, obj: K) -> Arc<K> {
-    Arc::new(match transform {
-        Some(transform) => transform(obj),
-        None => {
-            let mut obj = obj;
-            if let Some(fields) = obj.meta_mut().managed_fields.as_mut() {
-                fields.shrink_to_fit();
-            }
-            obj
-        }
-    })
 }
 
 /// Collapses the last two deltas when both are deletions, keeping the more

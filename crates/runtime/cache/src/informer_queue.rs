@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use crate::delta_fifo::{Delta, DeltaFifo, Replacement};
+use crate::delta::Delta;
+use crate::delta_fifo::DeltaFifo;
 use crate::error::Result;
 use crate::real_fifo::RealFifo;
+use crate::replacement::Replacement;
 
 /// Which queue an informer uses. See the [module docs](self).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,8 +8,11 @@
 //! | `ThreadSafeStore`, `Indexer`, `Indexers`     | [`Indexer`]                   |
 //! | `GenericLister`, generated listers          | [`Lister`], [`NamespaceLister`] |
 //! | `labels.Parse`, `labels.Selector`           | [`Selector`]                  |
-//! | `DeltaFIFO`, `Delta`, `DeletedFinalStateUnknown` | [`DeltaFifo`], [`Delta`], [`DeletedFinalStateUnknown`] |
+//! | `Delta`, `DeltaType`, `DeletedFinalStateUnknown` | [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`] (and [`DeletedObject`]) |
+//! | `KeyListerGetter` (a FIFO's `KnownObjects`), `TransformFunc` | [`KeyListerGetter`], [`TransformFunc`] |
+//! | `DeltaFIFO` | [`DeltaFifo`]                 |
 //! | `RealFIFO` (the informers' queue since 1.33) | [`RealFifo`], chosen by [`QueueKind`] |
+//! | `Replace` of either FIFO (`reconcileReplacement`) | [`Replacement`], fed page by page |
 //! | `ListerWatcher`, `NewFilteredListWatchFromClient` | [`ListerWatcher`], [`ApiListerWatcher`] |
 //! | `Reflector`                                  | [`Reflector`]                 |
 //! | `cache.MetricsProvider`, `SetReflectorMetricsProvider` | [`ReflectorMetricsProvider`], [`set_global_reflector_metrics_provider`] |
@@ -94,35 +97,39 @@
 //! # }
 //! ```
 
+pub mod delta;
 pub mod delta_fifo;
 pub mod error;
 pub mod factory;
 pub mod informer_queue;
 pub mod keys;
+pub mod known_objects;
 pub mod lister;
 pub mod lister_watcher;
 pub mod metrics;
+mod population;
 pub mod processor_listener;
 pub mod real_fifo;
 pub mod reflector;
 pub mod registration;
+pub mod replacement;
 pub mod resource_version;
 pub mod selector;
 pub mod shared_informer;
 mod steps;
 pub mod store;
 pub mod testing;
+pub mod transform;
 
-pub use delta_fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, DeltaFifo, DeltaType, KeyListerGetter,
-    Replacement, TransformFunc,
-};
+pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
+pub use delta_fifo::DeltaFifo;
 pub use error::{Error, Result};
 pub use factory::{InformerOptions, SharedInformerFactory};
 pub use informer_queue::{InformerQueue, QueueKind};
 pub use keys::{
     ObjectName, deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
 };
+pub use known_objects::KeyListerGetter;
 pub use lister::{Lister, NamespaceLister};
 pub use lister_watcher::{
     ApiListerWatcher, DEFAULT_PAGE_SIZE, ListOptions, ListPage, ListerWatcher, WatchOptions,
@@ -133,9 +140,11 @@ pub use processor_listener::{EventHandler, EventHandlerFuncs};
 pub use real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
 pub use reflector::{BackoffConfig, Reflector, is_gone};
 pub use registration::ResourceEventHandlerRegistration;
+pub use replacement::Replacement;
 pub use selector::Selector;
 pub use shared_informer::SharedIndexInformer;
 pub use store::{
     Incomparable, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, OWNER_UID_INDEX,
     meta_namespace_index_func, owner_uid_index_func,
 };
+pub use transform::TransformFunc;

@@ -31,7 +31,7 @@ use std::sync::mpsc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::delta_fifo::DeletedObject;
+use crate::delta::DeletedObject;
 use crate::steps;
 
 /// Receives an informer's notifications: client-go's `ResourceEventHandler`.

@@ -28,8 +28,10 @@
 //! `PopBatch`, `InOrderInformersBatchProcess`), so the indexer can apply them under
 //! one lock; and the paged replace of this workspace's DeltaFIFO
 //! ([`begin_replace`](RealFifo::begin_replace), [`replace_page`](RealFifo::replace_page),
-//! [`finish_replace`](RealFifo::finish_replace)), with the same reasoning (see
-//! [`delta_fifo::replace`](crate::delta_fifo::replace)).
+//! [`finish_replace`](RealFifo::finish_replace)), with the same reasoning. Both queues
+//! compute a replace's deltas in [`crate::replacement`], which also says where their
+//! replaces differ (and where this one departs from client-go's: the tombstones come
+//! after the listed objects, not before).
 //!
 //! Like the DeltaFIFO, `pop` runs its processing function while holding the queue's
 //! lock, so a replace or resync never looks at the indexer between "popped" and
@@ -44,13 +46,14 @@ use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
-use crate::delta_fifo::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, KeyListerGetter, Population, Replacement,
-    TransformFunc, prepare_object,
-};
+use crate::delta::{DeletedObject, Delta};
 use crate::error::Result;
 use crate::keys::{KeyMap, KeySet, meta_namespace_key};
+use crate::known_objects::KeyListerGetter;
+use crate::population::Population;
+use crate::replacement::{Queued, QueuedDeletion, Replacement};
 use crate::steps;
+use crate::transform::{TransformFunc, prepare_object};
 
 /// The most events [`RealFifo::pop_batch`] hands out at once (client-go's
 /// `defaultBatchSize`).
@@ -188,81 +191,38 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
 
     /// Transforms one page and queues a `Replaced` event for each of its objects.
     pub fn replace_page(&self, replacement: &mut Replacement, page: Vec<K>) {
-        let keyed = replacement.prepare_page(self.transform.as_ref(), page);
+        let replaced = replacement.replaced(self.transform.as_ref(), page);
         let mut st = self.state.lock();
-        for (key, obj) in keyed {
-            self.push(&mut st, key, Delta::Replaced(obj));
-            if replacement.initial {
-                st.population.initial_count += 1;
-            }
-        }
+        // The initial population counts events: each takes a place in line.
+        let initial = replacement.queue_all(replaced, |key, delta| {
+            self.push(&mut st, key, delta);
+            true
+        });
+        st.population.initial_count += initial;
     }
 
     /// Ends a replace: a tombstone for every key whose last queued event is not a
     /// deletion and that was not listed, and for every key the indexer knows, has
-    /// nothing queued, and was not listed (client-go's `reconcileReplacement`).
+    /// nothing queued, and was not listed (client-go's `reconcileReplacement`). A key
+    /// whose last queued event is a deletion needs none: a second `Deleted` event would
+    /// be delivered as a second deletion ([`crate::replacement`] compares this with the
+    /// DeltaFIFO).
     pub fn finish_replace(&self, replacement: Replacement) -> Result<()> {
-        let Replacement {
-            keys,
-            initial,
-            first_error,
-            ..
-        } = replacement;
         let mut st = self.state.lock();
-        // Untracked: everything queued or known came from this list.
-        let tombstones = match &keys {
-            Some(keys) => self.missing_from(&st, keys),
-            None => Vec::new(),
-        };
-        for (key, obj) in tombstones {
-            let tombstone = DeletedFinalStateUnknown {
-                key: key.to_string(),
-                obj,
-            };
-            self.push(
-                &mut st,
-                key,
-                Delta::Deleted(DeletedObject::Tombstone(tombstone)),
-            );
-            if initial {
-                st.population.initial_count += 1;
-            }
-        }
+        let tombstones = replacement.tombstones(
+            || NewestPerKey::of(&st.items),
+            Some(self.known_objects.as_ref()),
+            QueuedDeletion::Skip,
+        );
+        let initial = replacement.queue_all(tombstones, |key, delta| {
+            self.push(&mut st, key, delta);
+            true
+        });
+        st.population.initial_count += initial;
         st.population.populated = true;
         self.signal_if_synced(&mut st);
         drop(st);
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Keys the list did not contain, with the object to put in their tombstones: every
-    /// key whose last queued event is not a deletion, and every key the indexer knows
-    /// with nothing queued.
-    fn missing_from(&self, st: &State<K>, listed: &KeySet) -> Vec<(Arc<str>, Option<Arc<K>>)> {
-        // The last queued event of every key, in first-queued order.
-        let mut order: Vec<Arc<str>> = Vec::new();
-        let mut last: KeyMap<&Delta<K>> = KeyMap::default();
-        for (key, delta) in st.items.iter().filter(|(_, d)| !is_bookmark(d)) {
-            if last.insert(key.clone(), delta).is_none() {
-                order.push(key.clone());
-            }
-        }
-        let mut missing: Vec<(Arc<str>, Option<Arc<K>>)> = order
-            .into_iter()
-            .filter(|key| !listed.contains(key))
-            .filter_map(|key| {
-                let delta = last[&key];
-                (!matches!(delta, Delta::Deleted(_)))
-                    .then(|| (key.clone(), delta.object().cloned()))
-            })
-            .collect();
-        for key in self.known_objects.list_keys() {
-            if listed.contains(key.as_str()) || last.contains_key(key.as_str()) {
-                continue;
-            }
-            let obj = self.known_objects.get_by_key(&key);
-            missing.push((key.into(), obj));
-        }
-        missing
+        replacement.into_result()
     }
 
     /// Queues a `Sync` event for every known object with no event queued (a queued
@@ -391,6 +351,39 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             .filter(|(_, d)| !is_bookmark(d))
             .map(|(k, _)| k.to_string())
             .collect()
+    }
+}
+
+/// The last queued event of every key, keys in first-queued order: how a replace reads
+/// the queue (client-go's `lastQueuedItemForKey` and `queuedKeys`).
+struct NewestPerKey<'a, K> {
+    order: Vec<Arc<str>>,
+    newest: KeyMap<&'a Delta<K>>,
+}
+
+impl<'a, K> NewestPerKey<'a, K> {
+    fn of(items: &'a VecDeque<(Arc<str>, Delta<K>)>) -> Self {
+        let mut order = Vec::new();
+        let mut newest = KeyMap::default();
+        for (key, delta) in items.iter().filter(|(_, d)| !is_bookmark(d)) {
+            if newest.insert(key.clone(), delta).is_none() {
+                order.push(key.clone());
+            }
+        }
+        Self { order, newest }
+    }
+}
+
+impl<K> Queued<K> for NewestPerKey<'_, K> {
+    fn newest_deltas<'a>(&'a self) -> impl Iterator<Item = (&'a Arc<str>, &'a Delta<K>)>
+    where
+        K: 'a,
+    {
+        self.order.iter().map(|key| (key, self.newest[key]))
+    }
+
+    fn is_queued(&self, key: &str) -> bool {
+        self.newest.contains_key(key)
     }
 }
 

@@ -1,8 +1,10 @@
 //! The reflector: client-go's `tools/cache/reflector.go`.
 //!
-//! A reflector keeps a [`DeltaFifo`](crate::DeltaFifo) in step with the API server: it **lists** every
-//! object once, hands the list to the FIFO as a replace, then **watches** for changes
-//! from the list's resourceVersion and hands each change to the FIFO. The rest of the
+//! A reflector keeps the informer's queue (an [`InformerQueue`]: client-go's
+//! [`RealFifo`](crate::RealFifo) by default, or the classic
+//! [`DeltaFifo`](crate::DeltaFifo)) in step with the API server: it **lists** every
+//! object once, hands the list to the queue as a replace, then **watches** for changes
+//! from the list's resourceVersion and hands each change to the queue. The rest of the
 //! informer never talks to the API server.
 //!
 //! By default the list is a *streaming list* ([`watch_list`]): one watch that first
@@ -17,7 +19,7 @@
 //!   requested: after a quiet hour the version is still recent.
 //! * `410 Gone` / `Expired` (on the watch or the list) means the server no longer has
 //!   history that old (etcd compacted it). The reflector **relists**; objects that were
-//!   deleted meanwhile are missing from the new list and the FIFO turns them into
+//!   deleted meanwhile are missing from the new list and the queue turns them into
 //!   tombstone deletions. Nothing is lost, only the intermediate states.
 //! * Any other error (connection refused while the API server restarts, a 5xx, a
 //!   decoding error) waits with exponential backoff and jitter, 800 ms doubling up to
@@ -50,8 +52,9 @@
 //!   the list's version, as we measured on a quiet 1.34 server; a stream never is.)
 //! * A `"0"` list ignores `limit` and arrives as **one** response holding every
 //!   object; a `""` list really is paged. Paging, plus transforming each page as it
-//!   arrives ([`DeltaFifo::replace_page`](crate::DeltaFifo::replace_page)), is what keeps the peak memory of an
-//!   initial sync near the transformed size (docs/benchmarks.md: 50k ConfigMaps).
+//!   arrives ([`InformerQueue::replace_page`], see [`crate::replacement`]), is what
+//!   keeps the peak memory of an initial sync near the transformed size
+//!   (docs/benchmarks.md: 50k ConfigMaps).
 //! * The answer is never stale, so the watch that follows starts from a current
 //!   version. A relist after `410 Gone` needs exactly that anyway.
 //!
@@ -154,7 +157,7 @@ enum WatchEnd {
     Failed(kube::Error),
 }
 
-/// Keeps a [`DeltaFifo`](crate::DeltaFifo) in step with the API server. See the [module docs](self).
+/// Keeps an [`InformerQueue`] in step with the API server. See the [module docs](self).
 pub struct Reflector<K> {
     name: String,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
@@ -383,9 +386,9 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    /// Lists every page at `rv` and replaces the FIFO's contents; returns how many
+    /// Lists every page at `rv` and replaces the queue's contents; returns how many
     /// objects it listed. Each page is transformed and queued as it arrives
-    /// ([`DeltaFifo::replace_page`](crate::DeltaFifo::replace_page)): the informer moves page N into the indexer while
+    /// ([`InformerQueue::replace_page`]): the informer moves page N into the indexer while
     /// page N+1 is on the wire, and an untransformed list is never held in full. The
     /// tombstones for objects missing from the list wait for the last page. If a page
     /// fails, the replace is abandoned (no tombstones) and the caller relists.
@@ -416,7 +419,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         Ok(count)
     }
 
-    /// Feeds watch events into the FIFO until the watch ends: client-go's
+    /// Feeds watch events into the queue until the watch ends: client-go's
     /// `watchHandler`.
     async fn watch_handler(
         &self,

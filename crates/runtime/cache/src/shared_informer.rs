@@ -35,7 +35,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta_fifo::{DeletedObject, Delta, DeltaFifo, TransformFunc};
+use crate::delta::{DeletedObject, Delta};
+use crate::delta_fifo::DeltaFifo;
 use crate::error::{Error, Result};
 use crate::informer_queue::{InformerQueue, QueueKind};
 use crate::keys::meta_namespace_key;
@@ -47,6 +48,7 @@ use crate::reflector::{BackoffConfig, Reflector};
 use crate::registration::ResourceEventHandlerRegistration;
 use crate::steps;
 use crate::store::{Indexer, Indexers};
+use crate::transform::TransformFunc;
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
 /// deltas are applied and distributed under it, so a late registration can take a
@@ -73,8 +75,8 @@ struct Inner<K> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     indexer: Indexer<K>,
     processor: Mutex<Processor<K>>,
-    /// `true` once the initial list is in the indexer; the FIFO sets it (see
-    /// [`DeltaFifo::with_synced_signal`]). Shared so that registrations can follow it
+    /// `true` once the initial list is in the indexer; the queue sets it (see
+    /// [`RealFifo::with_synced_signal`], [`DeltaFifo::with_synced_signal`]). Shared so that registrations can follow it
     /// for as long as the informer lives.
     synced: Arc<watch::Sender<bool>>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube::Resource;
 use pipeline::{Stage, Step};
 
-use crate::delta_fifo::{Delta, DeltaType};
+use crate::delta::{Delta, DeltaType};
 
 /// The component name of `K`'s informer stages: the type's own name (`Foo`,
 /// `Deployment`), made once per FIFO or informer so recording shares it.

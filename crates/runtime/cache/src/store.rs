@@ -249,7 +249,7 @@ impl<K: Send + Sync + 'static> Indexer<K> {
     /// Stores `obj` under `key`, replacing what was there and updating the indexes;
     /// returns the object it replaced.
     ///
-    /// The key may be a `String` or an `Arc<str>`; the informer passes the DeltaFIFO's
+    /// The key may be a `String` or an `Arc<str>`; the informer passes its queue's
     /// `Arc<str>`, so a cached object's key is never copied.
     pub fn add(&self, key: impl Into<Arc<str>>, obj: Arc<K>) -> Option<Arc<K>> {
         let key: Arc<str> = key.into();

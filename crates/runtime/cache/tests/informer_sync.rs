@@ -1,7 +1,8 @@
-//! When an informer counts as synced. The reflector hands a list to the DeltaFIFO
-//! page by page: objects reach the indexer before the last page arrives, yet
-//! `has_synced` waits for the whole list, and a list that fails half-way deletes
-//! nothing. `wait_for_cache_sync` is woken by the FIFO instead of polling, and a
+//! When an informer counts as synced. The reflector hands a list to the informer's
+//! queue (the RealFIFO, or the DeltaFIFO with `CACHE_TEST_QUEUE=delta`) page by page:
+//! objects reach the indexer before the last page arrives, yet `has_synced` waits for
+//! the whole list, and a list that fails half-way deletes nothing.
+//! `wait_for_cache_sync` is woken by the queue instead of polling, and a
 //! registration's by its handler's thread. Scripted source, paused time (real time
 //! where a handler thread is waited for).
 

@@ -15,10 +15,10 @@
 //! stream; docs/benchmarks.md). The stream has no round trips and no page buffers,
 //! and needs no second request to start watching.
 //!
-//! The events go into the DeltaFIFO exactly as a list does: batches of 500 through
-//! [`DeltaFifo::replace_page`](crate::DeltaFifo::replace_page), and the end bookmark
-//! is [`finish_replace`](crate::DeltaFifo::finish_replace) (tombstones for what is
-//! gone, then `has_synced`). Anything unexpected before the end bookmark (an error, a
+//! The events go into the informer's queue exactly as a list does: batches of 500
+//! through [`InformerQueue::replace_page`](crate::InformerQueue::replace_page), and
+//! the end bookmark is [`finish_replace`](crate::InformerQueue::finish_replace)
+//! (tombstones for what is gone, then `has_synced`). Anything unexpected before the end bookmark (an error, a
 //! closed stream, a `MODIFIED` or `DELETED` event) abandons the stream, and the
 //! reflector lists in pages instead, that time. A server that rejects the request
 //! (a 4xx such as `422 Invalid` from a server with the WatchList feature off, or one
@@ -38,7 +38,7 @@ use crate::lister_watcher::{DEFAULT_PAGE_SIZE, WatchStream};
 
 /// How a streaming list ended.
 pub(super) enum WatchList<K> {
-    /// The initial events are in the FIFO; the stream continues as a normal watch.
+    /// The initial events are in the queue; the stream continues as a normal watch.
     Synced {
         stream: WatchStream<K>,
         count: usize,
