@@ -22,6 +22,12 @@
 //!
 //! It validates names and specs exactly like the real driver, so a test with a bad
 //! name fails the same way production would.
+//!
+//! Unlike the test doubles of the other crates (behind their `testing` features), this
+//! one is always compiled and public: it is also a driver a binary runs with.
+//! `vm-controller --vm-driver fake` selects it (the shipped `deploy/vm-controller`
+//! manifest runs it, for demos), so production code constructs it at run time; the
+//! controller's tests use it in process.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

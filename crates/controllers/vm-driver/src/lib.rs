@@ -14,8 +14,8 @@
 //! | the create response (the server's ID)                 | [`ServerId`]                                |
 //! | the status response (state, CPU %, memory %)          | [`ServerStatus`], [`ServerState`]           |
 //! | the OpenStack driver                                  | [`QemuDriver`]: local QEMU processes via QMP |
-//! | (test doubles)                                        | [`FakeDriver`]: in memory, fault injection  |
-//! | (shared test double)                                  | [`FileDriver`]: files shared by processes   |
+//! | (in memory: tests and demos, `--vm-driver fake`)      | [`FakeDriver`]: in memory, fault injection  |
+//! | (shared by processes: the chaos soak, `--vm-driver file`) | [`FileDriver`]: files, fault injection  |
 //!
 //! Two differences from controller101: every call here is `async` (a controller
 //! worker must not block a runtime thread on a hypervisor), and errors are typed
@@ -45,6 +45,14 @@
 //! directory finds every server, verifies its process through `/proc` (never
 //! trusting a bare pid), and can report on it, delete it, or restart it if it died.
 //! Details in [`QemuDriver`]'s module docs.
+//!
+//! # Test helpers
+//!
+//! The `testing` module (process checks for tests that run real QEMUs) is not part of
+//! the production API: it exists with the crate's `testing` feature, which tests enable
+//! under `[dev-dependencies]`: `vm-driver = { workspace = true, features = ["testing"] }`.
+//! [`FakeDriver`] and [`FileDriver`] are not behind it: `vm-controller --vm-driver fake`
+//! (and `file`) select them at run time, so they are drivers a binary ships with.
 //!
 //! # Example
 //!
@@ -87,6 +95,7 @@ mod name;
 mod procfs;
 pub mod qemu;
 pub mod qmp;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use driver::{Driver, MAX_CPUS, Operation, ServerId, ServerSpec, ServerState, ServerStatus};

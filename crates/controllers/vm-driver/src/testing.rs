@@ -1,6 +1,11 @@
 //! Process checks for tests of the QEMU driver and of controllers that use it: which
 //! processes belong to a state directory or a disk, what their command lines say, and
 //! a cleanup that kills them. Built on the same `/proc` reading the driver uses.
+//!
+//! **Requires the `testing` feature.** A test helper is not part of the production API:
+//! this module is compiled for the crate's own unit tests and, elsewhere, only with the
+//! `testing` cargo feature, which the tests that use it enable under
+//! `[dev-dependencies]`: `vm-driver = { workspace = true, features = ["testing"] }`.
 
 use std::fs;
 use std::path::Path;

@@ -26,7 +26,9 @@
 //! List and watch ConfigMaps, keep them in a cache, tell a handler about every change,
 //! and read the cache through a lister. Against a cluster the source is
 //! `ApiListerWatcher::new(Api::all(client))`; here a scripted source plays the API
-//! server, so the example runs as it is.
+//! server, so the example runs as it is. The scripted source is a test double from the
+//! `testing` module, which only exists with the crate's `testing` feature (enable it
+//! under `[dev-dependencies]`: `cache = { workspace = true, features = ["testing"] }`).
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
@@ -118,6 +120,7 @@ pub mod selector;
 pub mod shared_informer;
 mod steps;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transform;
 

@@ -3,6 +3,11 @@
 //! tests of reflectors, informers and controllers use it instead of an API server;
 //! the e2e tests use a real one.
 //!
+//! **Requires the `testing` feature.** A test double is not part of the production API:
+//! this module is compiled for the crate's own unit tests and, elsewhere, only with the
+//! `testing` cargo feature, which the tests that use it enable under
+//! `[dev-dependencies]`: `cache = { workspace = true, features = ["testing"] }`.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

@@ -37,8 +37,10 @@
 //! - [`metrics`]: the hook the loop reports each sync to (controller-runtime's
 //!   `controller_runtime_reconcile_*`), implemented by the `metrics` crate; off and free
 //!   until an observer is installed.
-//! - [`testing`]: [`FakeApi`](testing::FakeApi), a recording in-process API for unit
-//!   tests of sync handlers (client-go's fake clientset actions).
+//! - `testing` (with the `testing` cargo feature, for tests only): `FakeApi`, a
+//!   recording in-process API for unit tests of sync handlers (client-go's fake
+//!   clientset actions). Tests enable it under `[dev-dependencies]`:
+//!   `controller = { workspace = true, features = ["testing"] }`.
 //!
 //! What a *binary* needs around its controllers (flags, the API client, logs, signals,
 //! Events, metrics and health servers, leader election) is the `manager` crate; this
@@ -97,6 +99,7 @@ pub mod metrics;
 pub mod owner;
 mod steps;
 pub mod sync_handler;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use controller::{Controller, DEFAULT_DRAIN_TIMEOUT};

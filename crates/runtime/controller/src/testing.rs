@@ -15,6 +15,12 @@
 //! validated. Anything that needs the server's behaviour belongs in an e2e test on the
 //! real control plane (crates/dev/testenv).
 //!
+//! **Requires the `testing` feature.** A test double is not part of the production API:
+//! this module (and the HTTP crates it plugs in with) is compiled for the crate's own
+//! unit tests and, elsewhere, only with the `testing` cargo feature, which the tests
+//! that use it enable under `[dev-dependencies]`:
+//! `controller = { workspace = true, features = ["testing"] }`.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

@@ -72,9 +72,10 @@
 //! # Example
 //!
 //! Two candidates on one lock; the first leads, is shut down with release, and the
-//! second takes over. Here the lock is in memory ([`testing::MemoryLease`]) so the
-//! example runs as it is; against a cluster use
-//! `LeaseLock::new(client, namespace, name, default_identity())`.
+//! second takes over. Here the lock is in memory (`testing::MemoryLease`, a test double
+//! that exists with the crate's `testing` feature: `leaderelection = { workspace = true,
+//! features = ["testing"] }` under `[dev-dependencies]`) so the example runs as it is;
+//! against a cluster use `LeaseLock::new(client, namespace, name, default_identity())`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -170,6 +171,7 @@ pub mod leader_elector;
 pub mod lease_lock;
 pub mod record;
 pub mod resource_lock;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use args::LeaderElectionArgs;

@@ -4,7 +4,7 @@
 //! API server itself; it reads and writes a [`LeaderElectionRecord`] through a
 //! [`ResourceLock`]. client-go used to offer locks on Endpoints and ConfigMaps
 //! (annotations) and now only on Leases; here [`LeaseLock`](crate::LeaseLock) is the
-//! real lock and [`testing::MemoryLock`](crate::testing::MemoryLock) is an in-memory
+//! real lock and `testing::MemoryLock` (with the `testing` feature) is an in-memory
 //! one for deterministic tests.
 //!
 //! # Optimistic concurrency is the whole trick

@@ -11,6 +11,11 @@
 //! which makes races between candidates certain). All
 //! waiting is `tokio::time`, so tests run with paused time. Every request is logged
 //! ([`MemoryLease::operations`]).
+//!
+//! **Requires the `testing` feature.** A test double is not part of the production API:
+//! this module is compiled for the crate's own unit tests and, elsewhere, only with the
+//! `testing` cargo feature, which the tests that use it enable under
+//! `[dev-dependencies]`: `leaderelection = { workspace = true, features = ["testing"] }`.
 
 use std::sync::Arc;
 use std::time::Duration;

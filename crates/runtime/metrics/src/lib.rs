@@ -69,6 +69,7 @@ pub mod reconcile;
 pub mod reflector_metrics;
 pub mod registry;
 pub mod server;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod workqueue_metrics;
 

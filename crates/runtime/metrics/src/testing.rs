@@ -5,6 +5,12 @@
 //! OpenMetrics / Prometheus text format (`name{label="value",...} number`), skips `#`
 //! lines, and unescapes `\\`, `\"` and `\n` in label values. That is all a test needs to
 //! assert on values after driving real queues, reflectors and controllers.
+//!
+//! **Requires the `testing` feature.** A test helper is not part of the production API:
+//! this module is compiled for the crate's own unit tests and, elsewhere, only with the
+//! `testing` cargo feature, which the tests that use it enable under
+//! `[dev-dependencies]`: `metrics = { workspace = true, features = ["testing"] }`
+//! (the staleness benchmark, a tool that reads /metrics, enables it as a dependency).
 
 use std::collections::BTreeMap;
 use std::io;

@@ -14,6 +14,13 @@
 //! is full; this one appends to a list, which tests read with
 //! [`FakeRecorder::events`] or [`FakeRecorder::take_events`].
 //!
+//! **Requires the `testing` feature.** No production code path records into a fake
+//! (binaries build their recorder from a broadcaster), so this test double is not part
+//! of the production API: the module, and the recorder's fake branch, are compiled for
+//! the crate's own unit tests and, elsewhere, only with the `testing` cargo feature,
+//! which the tests that use it enable under `[dev-dependencies]`:
+//! `record = { workspace = true, features = ["testing"] }`.
+//!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use record::{EventRecorder, EventType, FakeRecorder};

@@ -45,8 +45,10 @@
 //!    404; transient failures are retried (12 tries, 10 s apart), rejections
 //!    dropped.
 //!
-//! For unit tests, [`FakeRecorder`] ([`fake`]) turns an [`EventRecorder`] into a
-//! list of `"Warning Reason message"` strings.
+//! For unit tests, `FakeRecorder` (module `fake`) turns an [`EventRecorder`] into a
+//! list of `"Warning Reason message"` strings. It is a test double, so it exists only
+//! with the crate's `testing` feature, which tests enable under `[dev-dependencies]`:
+//! `record = { workspace = true, features = ["testing"] }`.
 //!
 //! # Two Event APIs: core/v1 and events.k8s.io/v1
 //!
@@ -145,6 +147,7 @@ pub mod correlator;
 pub mod event;
 pub mod event_logger;
 pub mod events;
+#[cfg(any(test, feature = "testing"))]
 pub mod fake;
 pub mod lru;
 mod queue;
@@ -156,6 +159,7 @@ pub use broadcaster::{BroadcasterError, BroadcasterOptions, EventBroadcaster};
 pub use clock::{Clock, RealClock, TokioClock};
 pub use correlator::{CorrelatorOptions, EventCorrelateResult, EventCorrelator};
 pub use event::EventType;
+#[cfg(any(test, feature = "testing"))]
 pub use fake::FakeRecorder;
 pub use recorder::EventRecorder;
 pub use sink::{EventSink, SinkError};

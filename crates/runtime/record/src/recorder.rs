@@ -37,8 +37,9 @@
 //!   whichever API the binary was started with.
 //!
 //! [`EventRecorder`] is also what unit tests use: built from a
-//! [`FakeRecorder`] it collects `"Warning Reason message"`
-//! strings instead, so controllers hold one type in production and in tests.
+//! `FakeRecorder` (the `testing` feature, see the `fake` module) it collects
+//! `"Warning Reason message"` strings instead, so controllers hold one type in
+//! production and in tests. That third branch is compiled only with the fake.
 
 use std::fmt;
 use std::sync::Arc;
@@ -49,6 +50,7 @@ use kube::Resource;
 use crate::clock::Clock;
 use crate::event::{EventType, make_event, object_reference};
 use crate::events::recorder::EventsRecorder;
+#[cfg(any(test, feature = "testing"))]
 use crate::fake::FakeRecorder;
 use crate::queue::EventQueue;
 
@@ -65,6 +67,8 @@ enum Inner {
     Broadcast(Arc<BroadcastRecorder>),
     /// events.k8s.io/v1 (`tools/events`).
     EventsV1(Arc<EventsRecorder>),
+    /// The test double (`testing` feature).
+    #[cfg(any(test, feature = "testing"))]
     Fake(FakeRecorder),
 }
 
@@ -89,11 +93,13 @@ impl fmt::Debug for EventRecorder {
                 .field("reporter", &r.reporter)
                 .field("dropped_events", &r.queue.dropped())
                 .finish_non_exhaustive(),
+            #[cfg(any(test, feature = "testing"))]
             Inner::Fake(fake) => f.debug_tuple("EventRecorder").field(fake).finish(),
         }
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl From<FakeRecorder> for EventRecorder {
     fn from(fake: FakeRecorder) -> Self {
         Self {
@@ -128,15 +134,17 @@ impl EventRecorder {
         reason: impl Into<String>,
         message: impl Into<String>,
     ) {
-        match &self.inner {
-            Inner::Fake(fake) => fake.write_event(
+        #[cfg(any(test, feature = "testing"))]
+        if let Inner::Fake(fake) = &self.inner {
+            fake.write_event(
                 Some((&K::kind(&()), &K::api_version(&()))),
                 event_type,
                 &reason.into(),
                 &message.into(),
-            ),
-            _ => self.event_ref(&object_reference(obj), event_type, reason, message),
+            );
+            return;
         }
+        self.event_ref(&object_reference(obj), event_type, reason, message);
     }
 
     /// Records an event about the object `reference` points to (client-go accepts
@@ -173,22 +181,24 @@ impl EventRecorder {
         action: impl Into<String>,
         note: impl Into<String>,
     ) {
-        match &self.inner {
-            Inner::Fake(fake) => fake.write_event(
+        #[cfg(any(test, feature = "testing"))]
+        if let Inner::Fake(fake) = &self.inner {
+            fake.write_event(
                 Some((&K::kind(&()), &K::api_version(&()))),
                 event_type,
                 &reason.into(),
                 &note.into(),
-            ),
-            _ => self.eventf_ref(
-                &object_reference(regarding),
-                related,
-                event_type,
-                reason,
-                action,
-                note,
-            ),
+            );
+            return;
         }
+        self.eventf_ref(
+            &object_reference(regarding),
+            related,
+            event_type,
+            reason,
+            action,
+            note,
+        );
     }
 
     /// [`eventf`](Self::eventf) about the object `regarding` points to.
@@ -203,6 +213,7 @@ impl EventRecorder {
     ) {
         let (reason, note) = (reason.into(), note.into());
         match &self.inner {
+            #[cfg(any(test, feature = "testing"))]
             Inner::Fake(fake) => fake.write_event(
                 Some((
                     regarding.kind.as_deref().unwrap_or_default(),
@@ -244,6 +255,7 @@ impl EventRecorder {
         match &self.inner {
             Inner::Broadcast(r) => r.queue.dropped(),
             Inner::EventsV1(r) => r.queue.dropped(),
+            #[cfg(any(test, feature = "testing"))]
             Inner::Fake(_) => 0,
         }
     }
