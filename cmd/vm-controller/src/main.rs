@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use leaderelection::parse_duration;
+use cliflag::parse_duration;
 use manager::{Manager, ManagerArgs};
 use tracing::info;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
