@@ -8,7 +8,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p sample-controller -p vm-controller-bin -p myweb-operator-bin \
+    cargo build --release --locked -p sample-controller-bin -p vm-controller-bin -p myweb-operator-bin \
  && install -D target/release/sample-controller /out/sample-controller \
  && install -D target/release/vm-controller /out/vm-controller \
  && install -D target/release/myweb-operator /out/myweb-operator

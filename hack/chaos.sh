@@ -35,7 +35,7 @@ bash hack/control-plane.sh build >/dev/null
 # with the workspace's feature set; a build of these four packages alone would resolve
 # other features and rebuild most dependencies).
 if [ "${SKIP_CARGO_BUILD:-0}" != 1 ]; then
-  cargo build --locked -p chaos -p sample-controller -p vm-controller-bin -p myweb-operator-bin
+  cargo build --locked -p chaos -p sample-controller-bin -p vm-controller-bin -p myweb-operator-bin
 fi
 
 out=${CHAOS_OUT:-target/chaos/$(date +%Y%m%d-%H%M%S)-$SEED}

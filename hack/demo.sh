@@ -80,7 +80,7 @@ bash hack/install-qemu.sh
 # SKIP_CARGO_BUILD=1 (hack/test.sh): use the binaries as its one build left them; building
 # these three packages alone resolves other features and rebuilds most dependencies.
 if [ "${SKIP_CARGO_BUILD:-0}" != 1 ]; then
-  cargo build --locked -p sample-controller -p vm-controller-bin -p myweb-operator-bin
+  cargo build --locked -p sample-controller-bin -p vm-controller-bin -p myweb-operator-bin
 fi
 bin=${CARGO_TARGET_DIR:-target}/debug
 for b in sample-controller vm-controller myweb-operator; do

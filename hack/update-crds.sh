@@ -9,4 +9,4 @@ out_dir=deploy/crds
 mkdir -p "$out_dir"
 # Every file in deploy/crds is generated: clear it so a removed CRD disappears.
 rm -f "$out_dir"/*.yaml
-cargo run --quiet -p crdgen -- --out-dir "$out_dir"
+cargo run --quiet -p crdgen-bin -- --out-dir "$out_dir"

@@ -10,11 +10,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/verify-crds.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # CRDGEN: an already-built crdgen (hack/test.sh passes target/debug/crdgen from its one
-# build; `cargo run -p crdgen` would resolve crdgen's features alone and rebuild).
+# build; `cargo run -p crdgen-bin` would resolve crdgen-bin's features alone and rebuild).
 if [ -n "${CRDGEN:-}" ]; then
   "$CRDGEN" --out-dir "$tmp/crds" >/dev/null
 else
-  cargo run --quiet --locked -p crdgen -- --out-dir "$tmp/crds" >/dev/null
+  cargo run --quiet --locked -p crdgen-bin -- --out-dir "$tmp/crds" >/dev/null
 fi
 
 if diff -Nru "$out_dir" "$tmp/crds"; then

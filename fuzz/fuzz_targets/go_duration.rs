@@ -1,4 +1,4 @@
-//! Go durations (`leaderelection::parse_duration`, Go's `time.ParseDuration`): every
+//! Go durations (`cliflag::parse_duration`, Go's `time.ParseDuration`): every
 //! duration flag and environment variable of the binaries (`--resync-period`,
 //! `--leader-elect-lease-duration`, `--usage-period`, ...).
 //!
@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use leaderelection::parse_duration;
+use cliflag::parse_duration;
 use libfuzzer_sys::fuzz_target;
 
 const MAX_NANOS: u128 = i64::MAX as u128;

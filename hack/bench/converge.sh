@@ -205,7 +205,7 @@ Set GO_CONTROLLER_BIN to a sample-controller binary built with the additions des
 } | tee "$OUT/machine.txt"
 
 say "building"
-(cargo build --release -p sample-controller 2>&1 | tail -n 2)
+(cargo build --release -p sample-controller-bin 2>&1 | tail -n 2)
 OURS_BIN="$TARGET_DIR/release/sample-controller"
 (cd hack/bench/converge-go && go build -o "$OUT/bin/converge-bench" .)
 HARNESS="$OUT/bin/converge-bench"

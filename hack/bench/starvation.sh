@@ -87,7 +87,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 } | tee "$OUT/machine.txt"
 
 say "building"
-(cargo build --release -p sample-controller 2>&1 | tail -n 2)
+(cargo build --release -p sample-controller-bin 2>&1 | tail -n 2)
 BIN="$TARGET_DIR/release/sample-controller"
 (cd hack/bench/converge-go && go build -o "$OUT/bin/converge-bench" .)
 HARNESS="$OUT/bin/converge-bench"

@@ -19,6 +19,7 @@ use clap::Parser;
 /// Command-line flags.
 #[derive(Debug, Parser)]
 #[command(
+    name = "crdgen",
     version,
     about = "Write the CRDs of crates/controllers/apis as YAML files"
 )]

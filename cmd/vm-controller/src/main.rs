@@ -10,14 +10,14 @@
 //! Several replicas sharing one driver state must run with `--leader-elect`: only the
 //! leader drives servers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use leaderelection::parse_duration;
-use manager::{Manager, ManagerArgs};
+use cliflag::parse_duration;
+use manager::{ControllerRunnable, Manager, ManagerArgs};
 use tracing::info;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
 use vm_driver::{Driver, FakeDriver, FileDriver, QemuDriver};
@@ -73,65 +73,54 @@ fn parse_usage_period(value: &str) -> Result<Duration, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Before the runtime's threads allocate: their heaps then grow in large steps.
-    manager::heap::grow_heap_in_large_steps();
-    tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
+    let cli = Cli::parse();
+    let run = &cli.manager.run;
+    manager::main(
+        CONTROLLER_NAME,
+        cli.manager.clone(),
+        async |mgr: &mut Manager| {
+            let driver = driver(cli.vm_driver, &cli.state_dir).await?;
+            // Served only with --webhook-bind-address (deploy/ sets it).
+            vm_controller::webhook::register(mgr.webhook_server())?;
+            let options = VirtualMachineControllerOptions {
+                usage_period: cli.usage_period,
+                namespace: run.namespace.clone(),
+                loop_options: run.loop_options(),
+            };
+            let vms = vm_controller::new_controller(
+                mgr.client().clone(),
+                mgr.factory(),
+                mgr.recorder(),
+                driver,
+                options,
+            );
+            info!(workers = run.workers, driver = ?cli.vm_driver, usage_period = ?cli.usage_period, "starting the VirtualMachine controller");
+            mgr.add(ControllerRunnable::new(vms, run.workers.into()))?;
+            Ok(())
+        },
+    )
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    manager::init_logging(cli.manager.run.log_format).map_err(|e| anyhow::anyhow!(e))?;
-    // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
-    let shutdown = manager::setup_signal_handler();
-
-    let driver: Arc<dyn Driver> = match cli.vm_driver {
+/// The driver `--vm-driver` names, on `--state-dir`.
+async fn driver(kind: DriverKind, state_dir: &Path) -> anyhow::Result<Arc<dyn Driver>> {
+    Ok(match kind {
         DriverKind::Fake => Arc::new(FakeDriver::new()),
         DriverKind::File => {
-            let file = FileDriver::new(&cli.state_dir)
-                .with_context(|| format!("opening state dir {}", cli.state_dir.display()))?;
+            let file = FileDriver::new(state_dir)
+                .with_context(|| format!("opening state dir {}", state_dir.display()))?;
             info!(state_dir = %file.dir().display(), "file driver");
             Arc::new(file)
         }
         DriverKind::Qemu => {
-            let qemu = QemuDriver::new(&cli.state_dir)
-                .with_context(|| format!("opening state dir {}", cli.state_dir.display()))?;
+            let qemu = QemuDriver::new(state_dir)
+                .with_context(|| format!("opening state dir {}", state_dir.display()))?;
             qemu.check_binaries().await.context(
                 "the qemu driver needs qemu-system-x86_64 and qemu-img (hack/install-qemu.sh)",
             )?;
             info!(state_dir = %qemu.state_dir().display(), kvm = qemu.uses_kvm(), "qemu driver");
             Arc::new(qemu)
         }
-    };
-
-    let mut manager = Manager::new(CONTROLLER_NAME, cli.manager.clone())
-        .await
-        .context("starting vm-controller")?;
-    // Served only with --webhook-bind-address (deploy/ sets it).
-    vm_controller::webhook::register(manager.webhook_server())?;
-    let options = VirtualMachineControllerOptions {
-        usage_period: cli.usage_period,
-        namespace: cli.manager.run.namespace.clone(),
-        loop_options: cli.manager.run.loop_options(),
-    };
-    let vms = vm_controller::new_controller(
-        manager.client().clone(),
-        manager.factory(),
-        manager.recorder(),
-        driver,
-        options,
-    );
-    let synced = vms.clone();
-    manager
-        .health()
-        .add_readyz_check("informers-synced", move || synced.has_synced())?;
-
-    let workers = cli.manager.run.workers.into();
-    info!(workers, driver = ?cli.vm_driver, usage_period = ?cli.usage_period, "starting the VirtualMachine controller");
-    manager
-        .run(shutdown, |stop| async move { vms.run(workers, stop).await })
-        .await
-        .context("vm-controller")?;
-    info!("stopped");
-    Ok(())
+    })
 }
 
 #[cfg(test)]

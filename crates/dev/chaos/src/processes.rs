@@ -491,7 +491,7 @@ pub fn binaries_present(bin_dir: &Path) -> Result<(), ChaosError> {
         let path = bin_dir.join(binary.name());
         if !path.is_file() {
             return Err(ChaosError::Setup(format!(
-                "{} missing (cargo build -p sample-controller -p vm-controller-bin -p myweb-operator-bin)",
+                "{} missing (cargo build -p sample-controller-bin -p vm-controller-bin -p myweb-operator-bin)",
                 path.display()
             )));
         }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use cliflag::parse_duration;
 use k8s_openapi::api::core::v1::{Event, Namespace};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
-use leaderelection::parse_duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use vm_driver::{FileDriver, FileFaults};

@@ -62,7 +62,8 @@
 //! ```
 //!
 //! Then, as with the hand-wired controllers: `factory.start(&cancel)` and
-//! `controller.run(cancel).await` (or hand both to `manager::Manager::run`).
+//! `controller.run(cancel).await` (or `mgr.add(controller)`: a built controller is a
+//! `manager::Runnable`, and the manager starts the factory).
 
 pub mod builder;
 pub mod handler;

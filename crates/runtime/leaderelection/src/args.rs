@@ -19,16 +19,16 @@
 //!
 //! Every flag falls back to an environment variable (handy in a Deployment), and
 //! durations are written the Go way (`15s`, `1m30s`, `500ms`; see
-//! [`parse_duration`]). `--leader-elect` is a Go-style boolean: `--leader-elect`,
-//! `--leader-elect=true` or `--leader-elect=false`.
+//! [`cliflag::parse_duration`], Go's `time.ParseDuration`). `--leader-elect` is a
+//! Go-style boolean: `--leader-elect`, `--leader-elect=true` or `--leader-elect=false`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use cliflag::parse_duration;
 
 use crate::config::LeaderElectionConfig;
-use crate::duration::parse_duration;
 use crate::lease_lock::LeaseLock;
 use crate::resource_lock::ResourceLock;
 

@@ -11,7 +11,7 @@
 //! | `LeaderCallbacks`                           | [`LeaderCallbacks`]           |
 //! | `LeaderElector` (`Run`, `IsLeader`, `GetLeader`, `Check`) | [`LeaderElector`] |
 //! | `os.Hostname() + "_" + uuid.NewUUID()`      | [`default_identity`]          |
-//! | component-base `--leader-elect*` flags      | [`LeaderElectionArgs`], [`parse_duration`] |
+//! | component-base `--leader-elect*` flags      | [`LeaderElectionArgs`] (durations: [`cliflag::parse_duration`]) |
 //!
 //! # The algorithm
 //!
@@ -165,7 +165,6 @@
 pub mod args;
 pub mod callbacks;
 pub mod config;
-pub mod duration;
 pub mod identity;
 pub mod leader_elector;
 pub mod lease_lock;
@@ -180,7 +179,6 @@ pub use config::{
     ConfigError, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
     JITTER_FACTOR, LeaderElectionConfig,
 };
-pub use duration::{ParseDurationError, parse_duration};
 pub use identity::{default_identity, hostname};
 pub use leader_elector::{AlreadyRunning, LeaderElector, LeaseExpired};
 pub use lease_lock::LeaseLock;

@@ -5,8 +5,8 @@
 //! needs a queue and some informers. A *process* that runs controllers needs more: an
 //! API client built from flags and throttled, logs, graceful shutdown on SIGTERM, an
 //! Event recorder, `/metrics`, `/healthz` and `/readyz`, the admission webhook server,
-//! and leader election so that only one replica writes. That is this crate; the
-//! binaries under `cmd/` are little more than `Manager::new(..)` and `Manager::run(..)`.
+//! and leader election so that only one replica writes. That is this crate; a binary
+//! under `cmd/` is its flags, [`main`] and a [`Manager::add`] per controller.
 //!
 //! # Why "manager"
 //!
@@ -18,8 +18,15 @@
 //!
 //! # Modules
 //!
-//! - [`manager`]: [`Manager`] and [`ManagerArgs`], every flag a binary shares, and the
-//!   run: servers, informers, leader election, drain, Event flush.
+//! - [`manager`]: [`Manager`] and [`ManagerArgs`], every flag a binary shares;
+//!   [`Manager::add`] and [`Manager::run`]: servers, informers, leader election, drain,
+//!   Event flush.
+//! - [`runnable`]: what a manager runs, [`Runnable`] (controller-runtime's
+//!   `manager.Runnable`, `NeedLeaderElection` and a readiness check in one trait), for
+//!   a builder's controllers as they are and hand-wired ones through
+//!   [`ControllerRunnable`].
+//! - [`entry`]: [`main`], a binary's opening (heap, runtime, logs, signals, manager,
+//!   run) in one call.
 //! - [`options`]: [`ClientArgs`] (`--kubeconfig`, `--master`, `--kube-api-qps`, ...:
 //!   client-go's `clientcmd.BuildConfigFromFlags` plus `rest.Config{QPS, Burst}`) and
 //!   [`RunArgs`] (`--workers`, `--resync-period`, `--namespace`, `--log-format` and the
@@ -32,9 +39,13 @@
 //!
 //! # A binary
 //!
+//! A kubebuilder `cmd/main.go`, in Rust: the flags, then the controllers built on the
+//! manager's client, informer factory and Event recorder, each added to the manager.
+//! [`main`] does the rest (and returns when the process should exit):
+//!
 //! ```no_run
 //! use clap::Parser;
-//! use manager::{Manager, ManagerArgs};
+//! use manager::{ControllerRunnable, Manager, ManagerArgs};
 //!
 //! #[derive(Parser)]
 //! struct Cli {
@@ -42,35 +53,43 @@
 //!     manager: ManagerArgs,
 //! }
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! let cli = Cli::parse();
-//! manager::init_logging(cli.manager.run.log_format)?;
-//! let shutdown = manager::setup_signal_handler();
-//! let manager = Manager::new("my-controller", cli.manager.clone()).await?;
-//! // Build controllers on manager.client(), manager.factory(), manager.recorder() ...
-//! manager
-//!     .run(shutdown, |stop| async move {
-//!         // ... and run them until `stop` fires: controller.run(workers, stop).await
-//!         stop.cancelled().await;
+//! # struct Noop;
+//! # impl controller::SyncHandler for Noop {
+//! #     type Error = String;
+//! #     async fn sync(&self, _: &str) -> Result<controller::Action, String> { Ok(controller::Action::Done) }
+//! # }
+//! # fn new_controller(_: &Manager) -> controller::Controller<Noop> { unimplemented!() }
+//! fn main() -> Result<(), manager::ManagerError> {
+//!     let cli = Cli::parse();
+//!     let workers = cli.manager.run.workers.into();
+//!     manager::main("my-controller", cli.manager, async |mgr: &mut Manager| {
+//!         // Informers from mgr.factory(), writes through mgr.client(), Events
+//!         // through mgr.recorder(): see crates/controllers/foo-controller.
+//!         let controller = new_controller(mgr);
+//!         // Runs while this replica leads; /readyz/my-controller once it has synced.
+//!         mgr.add(ControllerRunnable::new(controller, workers))?;
 //!         Ok(())
 //!     })
-//!     .await?;
-//! # Ok(())
-//! # }
+//! }
 //! ```
 
 pub mod client;
+pub mod entry;
 pub mod events;
+mod group;
 pub mod heap;
 pub mod logging;
 pub mod manager;
 pub mod options;
+pub mod runnable;
 pub mod signals;
 pub mod throttle;
 
+pub use entry::main;
 pub use events::EventsApi;
-pub use logging::{LogFormat, init_logging};
+pub use logging::{LogFormat, LoggingError, init_logging};
 pub use manager::{Manager, ManagerArgs, ManagerError};
 pub use options::{ClientArgs, ClientConfigError, RunArgs};
+pub use runnable::{ControllerRunnable, Runnable};
 pub use signals::setup_signal_handler;
 pub use throttle::{ThrottleLayer, ThrottleStats};

@@ -40,9 +40,21 @@ impl FromStr for LogFormat {
     }
 }
 
+/// Why logging could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoggingError {
+    /// `RUST_LOG` does not parse.
+    #[error("RUST_LOG does not parse")]
+    Filter(#[from] tracing_subscriber::filter::ParseError),
+    /// A global subscriber is already installed.
+    #[error("installing the log subscriber")]
+    Install(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Installs the global subscriber. Fails (with the reason) if one is already
 /// installed or `RUST_LOG` does not parse.
-pub fn init_logging(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+pub fn init_logging(format: LogFormat) -> Result<(), LoggingError> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.is_empty() => EnvFilter::try_new(directives)?,
         _ => EnvFilter::new("info"),
@@ -56,6 +68,7 @@ pub fn init_logging(format: LogFormat) -> Result<(), Box<dyn std::error::Error +
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     }
+    .map_err(LoggingError::Install)
 }
 
 #[cfg(test)]

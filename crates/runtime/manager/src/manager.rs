@@ -5,13 +5,17 @@
 //! throttled client, the shared informer factory, the Event broadcaster and recorder
 //! (for the Events API `--events-api` selects, see [`EventsApi`]), the Prometheus
 //! metrics (installed process-wide, so queues, reflectors and the sync loop report
-//! into them) and the health checks. [`Manager::run`] then:
+//! into them) and the health checks. The binary builds its controllers on those and
+//! hands each to [`Manager::add`] (controller-runtime's `mgr.Add`: a [`Runnable`],
+//! its readiness served as `/readyz/<name>`). [`Manager::run`] then:
 //!
 //! 1. serves `/metrics` and `/healthz` + `/readyz`;
 //! 2. starts the informers at once - also on a standby replica, so its cache is warm and
 //!    `/readyz` reports ready (readiness means "can take over", not "is leading");
-//! 3. without `--leader-elect`, runs the controllers until SIGTERM;
-//! 4. with it, waits to acquire the Lease, runs the controllers while leading, and:
+//! 3. without `--leader-elect`, starts every runnable and runs them until SIGTERM;
+//! 4. with it, starts at once the runnables that do not need leadership
+//!    ([`Runnable::need_leader_election`] false), waits to acquire the Lease, starts the
+//!    others (the controllers) while leading, and:
 //!    - on SIGTERM: stops the controllers and lets them drain, **then** releases the
 //!      Lease (so the next leader never overlaps with our last writes), exits 0;
 //!    - on losing the Lease (renewals failed past the renew deadline): drops the
@@ -19,14 +23,20 @@
 //!      [`ManagerError::LostLeadership`]; the binary exits non-zero and the kubelet
 //!      restarts it with a clean cache, as client-go's `OnStoppedLeading: klog.Fatal`
 //!      does.
-//! 5. flushes queued Events and stops the servers.
+//! 5. stops the runnables that run on every replica, flushes queued Events and stops
+//!    the servers.
+//!
+//! The first runnable that fails stops the others and the run returns its error
+//! ([`ManagerError::Runnable`]), as controller-runtime's manager does.
 
-use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cache::SharedInformerFactory;
 use clap::Args;
-use leaderelection::{LeaderCallbacks, LeaderElectionArgs, LeaderElector, default_identity};
+use leaderelection::{
+    LeaderCallbacks, LeaderElectionArgs, LeaderElector, ResourceLock, default_identity,
+};
 use metrics::{Health, Metrics, ServingArgs};
 use record::EventRecorder;
 use tokio::sync::mpsc;
@@ -36,7 +46,10 @@ use tracing::{error, info, warn};
 use webhook::{WebhookArgs, WebhookMetrics, WebhookServer};
 
 use crate::events::{Events, EventsApi};
+use crate::group::{Added, RunnableGroup};
+use crate::logging::LoggingError;
 use crate::options::{ClientArgs, ClientConfigError, RunArgs};
+use crate::runnable::Runnable;
 use crate::throttle::ThrottleStats;
 
 /// How long shutdown waits for queued Events to be written.
@@ -77,7 +90,8 @@ pub enum ManagerError {
     /// The client could not be configured.
     #[error(transparent)]
     Client(#[from] ClientConfigError),
-    /// A metrics or health server could not bind, or a check could not be added.
+    /// A metrics or health server could not bind, or a readiness check could not be
+    /// added (two runnables with one name).
     #[error(transparent)]
     Serving(#[from] metrics::Error),
     /// The Event broadcaster could not start.
@@ -89,9 +103,21 @@ pub enum ManagerError {
     /// The webhook server could not start (no certificate, port taken, ...).
     #[error(transparent)]
     Webhook(#[from] webhook::Error),
-    /// A controller failed.
+    /// A runnable failed (for a controller: it was stopped before its caches synced).
+    #[error("{name} failed")]
+    Runnable {
+        /// The runnable's [`name`](Runnable::name).
+        name: String,
+        /// Its error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The binary's Tokio runtime could not be built ([`crate::main`]).
+    #[error("building the Tokio runtime")]
+    Runtime(#[source] std::io::Error),
+    /// Logging could not be set up ([`crate::main`]).
     #[error(transparent)]
-    Controller(#[from] controller::Error),
+    Logging(#[from] LoggingError),
     /// This replica lost the Lease; it stopped its controllers and must exit.
     #[error("leader election lost: another replica may now be leading; exiting to restart clean")]
     LostLeadership,
@@ -102,13 +128,14 @@ pub struct Manager {
     name: String,
     args: ManagerArgs,
     client: kube::Client,
-    throttle: std::sync::Arc<ThrottleStats>,
+    throttle: Arc<ThrottleStats>,
     factory: SharedInformerFactory,
     events: Events,
     recorder: EventRecorder,
     metrics: Metrics,
     health: Health,
     webhooks: WebhookServer,
+    runnables: Vec<Added>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -116,6 +143,10 @@ impl std::fmt::Debug for Manager {
         f.debug_struct("Manager")
             .field("name", &self.name)
             .field("args", &self.args)
+            .field(
+                "runnables",
+                &self.runnables.iter().map(|r| &r.name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +155,17 @@ impl Manager {
     /// Builds the client, factory, Event recorder (reporting controller `name`, for
     /// the API of `--events-api`), metrics and health checks from `args`.
     pub async fn new(name: impl Into<String>, args: ManagerArgs) -> Result<Self, ManagerError> {
-        let name = name.into();
+        let (client, throttle) = args.client.client_with_stats().await?;
+        Self::with_client(name.into(), args, client, throttle)
+    }
+
+    /// [`new`](Self::new) on a client already built (the tests' `FakeApi`).
+    pub(crate) fn with_client(
+        name: String,
+        args: ManagerArgs,
+        client: kube::Client,
+        throttle: Arc<ThrottleStats>,
+    ) -> Result<Self, ManagerError> {
         record_pipeline_if_served(&args.serving, pipeline::global());
         // Install the metrics first: queues and informers pick the provider up when
         // they are created.
@@ -132,7 +173,6 @@ impl Manager {
         if !metrics.install_global() {
             warn!("a metrics provider was already installed; this manager's metrics stay empty");
         }
-        let (client, throttle) = args.client.client_with_stats().await?;
         throttle.register(&metrics.registry);
         let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
             .with_strip_managed_fields(!args.run.keep_managed_fields);
@@ -153,6 +193,7 @@ impl Manager {
             metrics,
             health: Health::new(),
             webhooks,
+            runnables: Vec::new(),
         })
     }
 
@@ -162,7 +203,7 @@ impl Manager {
     }
 
     /// The throttle's request counters.
-    pub fn throttle_stats(&self) -> &std::sync::Arc<ThrottleStats> {
+    pub fn throttle_stats(&self) -> &Arc<ThrottleStats> {
         &self.throttle
     }
 
@@ -176,8 +217,8 @@ impl Manager {
         self.recorder.clone()
     }
 
-    /// The health checks; add readiness checks (e.g. "caches synced") before
-    /// [`run`](Self::run).
+    /// The health checks. [`add`](Self::add) registers each runnable's readiness;
+    /// add other checks here.
     pub fn health(&self) -> &Health {
         &self.health
     }
@@ -200,18 +241,42 @@ impl Manager {
         &self.args
     }
 
-    /// Serves metrics and health, starts the informers, and runs `controllers` (given a
-    /// token that fires when they must stop) until `shutdown` fires - under leader
-    /// election when `--leader-elect` is set. See the [module docs](self).
-    pub async fn run<F, Fut>(
+    /// Adds `runnable` to what [`run`](Self::run) starts (controller-runtime's
+    /// `mgr.Add`), and its readiness ([`Runnable::is_ready`]) to `/readyz`, as
+    /// `/readyz/<name>`. Fails if another runnable has the same name.
+    pub fn add<R: Runnable>(&mut self, runnable: R) -> Result<(), ManagerError> {
+        let runnable = Arc::new(runnable);
+        let ready = Arc::clone(&runnable);
+        self.health
+            .add_readyz_check(runnable.name(), move || ready.is_ready())?;
+        self.runnables.push(Added::new(runnable));
+        Ok(())
+    }
+
+    /// Serves metrics and health, starts the informers, and runs what was
+    /// [`add`](Self::add)ed until `shutdown` fires - those that need leadership only
+    /// while leading when `--leader-elect` is set (controller-runtime's `mgr.Start`).
+    /// See the [module docs](self).
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let lock = self.args.leader_election.leader_elect.then(|| {
+            let lock: Arc<dyn ResourceLock> = Arc::new(self.args.leader_election.lease_lock(
+                self.client.clone(),
+                &pod_namespace(),
+                &self.name,
+                default_identity(),
+            ));
+            lock
+        });
+        self.run_with_lock(shutdown, lock).await
+    }
+
+    /// [`run`](Self::run), under leader election on `lock` if there is one (the
+    /// `--leader-elect-*` Lease; the tests' in-memory lock).
+    pub(crate) async fn run_with_lock(
         mut self,
         shutdown: CancellationToken,
-        controllers: F,
-    ) -> Result<(), ManagerError>
-    where
-        F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = controller::Result<()>>,
-    {
+        lock: Option<Arc<dyn ResourceLock>>,
+    ) -> Result<(), ManagerError> {
         let servers = CancellationToken::new();
         let _stop_servers = servers.clone().drop_guard();
         let serving = &self.args.serving;
@@ -245,35 +310,40 @@ impl Manager {
         // Informers run until shutdown, leading or not.
         self.factory.start(&shutdown);
 
-        let result = if self.args.leader_election.leader_elect {
-            self.run_leader_elected(shutdown, controllers).await
+        // Without leader election every runnable starts now; with it, only those that
+        // do not need leadership, the others once this replica leads.
+        let (leaders, everywhere): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runnables)
+            .into_iter()
+            .partition(|runnable| lock.is_some() && runnable.need_leader_election);
+        let mut everywhere = RunnableGroup::start(everywhere);
+        let result = if let Some(lock) = lock {
+            self.run_leader_elected(lock, &shutdown, leaders, &mut everywhere)
+                .await
         } else {
-            controllers(shutdown).await.map_err(ManagerError::from)
+            tokio::select! {
+                _ = shutdown.cancelled() => Ok(()),
+                err = everywhere.failed() => Err(err),
+            }
         };
+        // Stopped last: with leader election, after the Lease is released.
+        let stopped = everywhere.stop().await;
         if !self.events.shutdown(EVENT_FLUSH_TIMEOUT).await {
             warn!("not every queued Event was written before shutdown");
         }
-        result
+        result.and(stopped)
     }
 
-    async fn run_leader_elected<F, Fut>(
+    /// Step 4 of the [module docs](self): the election, and `leaders` while leading;
+    /// `everywhere` (already running) stops the run if one of them fails.
+    async fn run_leader_elected(
         &self,
-        shutdown: CancellationToken,
-        controllers: F,
-    ) -> Result<(), ManagerError>
-    where
-        F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = controller::Result<()>>,
-    {
-        let le = &self.args.leader_election;
-        let identity = default_identity();
-        let lock = le.lease_lock(
-            self.client.clone(),
-            &pod_namespace(),
-            &self.name,
-            identity.clone(),
-        );
-        let mut config = le.config(std::sync::Arc::new(lock));
+        lock: Arc<dyn ResourceLock>,
+        shutdown: &CancellationToken,
+        leaders: Vec<Added>,
+        everywhere: &mut RunnableGroup,
+    ) -> Result<(), ManagerError> {
+        let identity = lock.identity().to_string();
+        let mut config = self.args.leader_election.config(lock);
         config.name = self.name.clone();
         // We release ourselves, after the controllers have drained (below).
         config.release_on_cancel = true;
@@ -305,32 +375,38 @@ impl Manager {
         self.metrics.leader_election.off(&self.name);
         info!(identity, lease = %self.name, "standing by until this replica leads");
         let leading = tokio::select! {
-            _ = shutdown.cancelled() => {
+            _ = shutdown.cancelled() => None,
+            err = everywhere.failed() => {
                 stop_election(&election, &mut elector_task).await;
-                return Ok(());
+                return Err(err);
             }
-            leading = leading_rx.recv() => match leading {
-                Some(token) => token,
-                None => { stop_election(&election, &mut elector_task).await; return Ok(()); }
-            },
+            leading = leading_rx.recv() => leading,
+        };
+        let Some(leading) = leading else {
+            stop_election(&election, &mut elector_task).await;
+            return Ok(());
         };
         self.metrics.leader_election.on(&self.name);
         info!(identity, "leading: starting controllers");
 
-        let stop_controllers = CancellationToken::new();
-        let run = controllers(stop_controllers.clone());
-        tokio::pin!(run);
-        let result = tokio::select! {
-            result = &mut run => result.map_err(ManagerError::from),
-            _ = shutdown.cancelled() => {
-                // Graceful: drain first, then release the Lease.
-                stop_controllers.cancel();
-                (&mut run).await.map_err(ManagerError::from)
+        let mut running = RunnableGroup::start(leaders);
+        let outcome = tokio::select! {
+            err = running.failed() => Stopped::Failed(err),
+            err = everywhere.failed() => Stopped::Failed(err),
+            _ = shutdown.cancelled() => Stopped::Shutdown,
+            _ = leading.cancelled() => Stopped::LostLease,
+        };
+        let result = match outcome {
+            // Graceful: drain first, then release the Lease.
+            Stopped::Shutdown => running.stop().await,
+            Stopped::Failed(err) => {
+                let _ = running.stop().await;
+                Err(err)
             }
-            _ = leading.cancelled() => {
-                // Lost the Lease: not one more write. Dropping the run future stops
-                // the workers mid-sync.
+            Stopped::LostLease => {
+                // Not one more write: the controllers are dropped mid-sync.
                 error!("leadership lost; stopping controllers at once");
+                running.abort().await;
                 Err(ManagerError::LostLeadership)
             }
         };
@@ -338,6 +414,16 @@ impl Manager {
         stop_election(&election, &mut elector_task).await;
         result
     }
+}
+
+/// Why the leader's runnables stop.
+enum Stopped {
+    /// SIGTERM: drain.
+    Shutdown,
+    /// A runnable failed: stop the others, return its error.
+    Failed(ManagerError),
+    /// The Lease was lost: drop them at once.
+    LostLease,
 }
 
 /// Stops the elector (which releases the Lease if we hold it) and waits for it.
@@ -351,8 +437,6 @@ async fn stop_election(
     }
 }
 
-/// The namespace for the Lease when `--leader-elect-resource-namespace` is not set: the
-/// Pod's own namespace in a cluster (controller-runtime's default), else "default".
 /// Turns the pipeline trace off unless `--debug-pipeline` serves it: the trace is
 /// read only through `/debug/pipeline`, so without the view recording would cost
 /// memory (about 4 MB of rings) and CPU for nobody. Never turns it on (so
@@ -363,6 +447,8 @@ fn record_pipeline_if_served(serving: &ServingArgs, trace: &pipeline::Trace) {
     }
 }
 
+/// The namespace for the Lease when `--leader-elect-resource-namespace` is not set: the
+/// Pod's own namespace in a cluster (controller-runtime's default), else "default".
 fn pod_namespace() -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
@@ -375,104 +461,5 @@ fn pod_namespace() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::{CommandFactory, Parser};
-    use controller::testing::FakeApi;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use record::EventType;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        manager: ManagerArgs,
-    }
-
-    #[test]
-    fn events_api_flag_defaults_to_events_k8s_io() {
-        let cli = Cli::try_parse_from(["x"]).unwrap();
-        assert_eq!(cli.manager.events_api, EventsApi::EventsV1);
-        for (value, api) in [
-            ("core/v1", EventsApi::CoreV1),
-            ("events.k8s.io/v1", EventsApi::EventsV1),
-        ] {
-            let cli = Cli::try_parse_from(["x", "--events-api", value]).unwrap();
-            assert_eq!(cli.manager.events_api, api);
-            assert_eq!(api.to_string(), value);
-        }
-        let err = Cli::try_parse_from(["x", "--events-api", "v1"])
-            .err()
-            .expect("rejected")
-            .to_string();
-        assert!(
-            err.contains("events.k8s.io/v1") && err.contains("core/v1"),
-            "{err}"
-        );
-        // The environment fallback, as every other flag has.
-        let command = Cli::command();
-        let arg = command
-            .get_arguments()
-            .find(|a| a.get_id() == "events_api")
-            .unwrap();
-        assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some("EVENTS_API"));
-    }
-
-    #[test]
-    fn the_pipeline_is_recorded_only_when_its_view_is_served() {
-        for (args, served) in [(&["x"][..], false), (&["x", "--debug-pipeline"][..], true)] {
-            let cli = Cli::try_parse_from(args).unwrap();
-            let trace = pipeline::Trace::new(8);
-            record_pipeline_if_served(&cli.manager.serving, &trace);
-            assert_eq!(trace.is_enabled(), served, "{args:?}");
-            // PIPELINE_TRACE=off (a trace turned off before) stays off.
-            trace.set_enabled(false);
-            record_pipeline_if_served(&cli.manager.serving, &trace);
-            assert!(!trace.is_enabled());
-        }
-    }
-
-    /// Records one Event through the pipeline `api` selects and returns the
-    /// request the API saw.
-    async fn first_event_write(api: EventsApi) -> controller::testing::ApiAction {
-        let fake = FakeApi::new();
-        let (events, recorder) = Events::start(api, &fake.client(), "demo-controller").unwrap();
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some("cm".into());
-        cm.metadata.namespace = Some("ns".into());
-        recorder.event(&cm, EventType::Normal, "Synced", "synced");
-        assert!(events.shutdown(Duration::from_secs(5)).await);
-        let actions = fake.actions();
-        assert_eq!(actions.len(), 1, "{actions:?}");
-        actions[0].clone()
-    }
-
-    #[tokio::test]
-    async fn the_flag_picks_the_events_api_behind_the_one_recorder() {
-        let write = first_event_write(EventsApi::EventsV1).await;
-        assert_eq!(
-            (
-                write.verb.as_str(),
-                write.group.as_str(),
-                write.version.as_str()
-            ),
-            ("create", "events.k8s.io", "v1")
-        );
-        let body = write.body.unwrap();
-        assert_eq!(body["reportingController"], "demo-controller");
-        assert_eq!(body["action"], "Synced");
-        assert_eq!(body["note"], "synced");
-
-        let write = first_event_write(EventsApi::CoreV1).await;
-        assert_eq!(
-            (
-                write.verb.as_str(),
-                write.group.as_str(),
-                write.version.as_str()
-            ),
-            ("create", "", "v1")
-        );
-        let body = write.body.unwrap();
-        assert_eq!(body["source"]["component"], "demo-controller");
-        assert_eq!(body["message"], "synced");
-    }
-}
+#[path = "manager_tests.rs"]
+mod tests;

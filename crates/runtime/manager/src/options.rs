@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use cliflag::parse_duration;
 use controller::{Backoff, LoopOptions};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use leaderelection::parse_duration;
 
 use crate::logging::LogFormat;
 use crate::throttle::{DEFAULT_BURST, DEFAULT_QPS, ThrottleLayer, ThrottleStats};

@@ -39,7 +39,7 @@ const MAX_NANOS: u128 = i64::MAX as u128;
 ///
 /// ```
 /// use std::time::Duration;
-/// use leaderelection::parse_duration;
+/// use cliflag::parse_duration;
 ///
 /// assert_eq!(parse_duration("15s").unwrap(), Duration::from_secs(15));
 /// assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
