@@ -44,7 +44,7 @@
 //!
 //! What a *binary* needs around its controllers (flags, the API client, logs, signals,
 //! Events, metrics and health servers, leader election) is the `manager` crate; this
-//! one depends only on the `workqueue` and `cache` crates and the Kubernetes types.
+//! one depends only on the `workqueue`, `cache` and `pipeline` crates and the Kubernetes types.
 //!
 //! # A whole controller, minus the informer
 //!

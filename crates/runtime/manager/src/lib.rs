@@ -13,7 +13,7 @@
 //! controller-runtime calls this part the manager (`ctrl.NewManager(cfg, opts)`,
 //! `mgr.Start(ctx)`), and a kubebuilder `cmd/main.go` is built around it; Go readers
 //! recognise it under that name. The sync loop stays in the `controller` crate, which
-//! depends only on the `workqueue` and `cache` crates and Kubernetes types, so it can be
+//! depends only on the `workqueue`, `cache` and `pipeline` crates and Kubernetes types, so it can be
 //! read, tested and reused without anything a binary needs.
 //!
 //! # Modules
