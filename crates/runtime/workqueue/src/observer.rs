@@ -92,7 +92,7 @@ mod tests {
         let item = queue.get().await.unwrap();
         queue.add("a");
         drop(item);
-        queue.add_ref(&"b");
+        queue.add("b");
 
         assert_eq!(
             *seen.0.lock().unwrap(),
