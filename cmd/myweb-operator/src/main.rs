@@ -8,6 +8,8 @@
 //! myweb-operator --kubeconfig ~/.kube/config --workers 2 --leader-elect
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use anyhow::Context;

@@ -79,6 +79,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod driver;
 mod error;
 pub mod fake;

@@ -64,6 +64,8 @@
 //! Then, as with the hand-wired controllers: `factory.start(&cancel)` and
 //! `controller.run(cancel).await` (or hand both to `manager::Manager::run`).
 
+#![forbid(unsafe_code)]
+
 pub mod builder;
 pub mod handler;
 pub mod predicate;

@@ -94,6 +94,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod delta_fifo;
 pub mod error;
 pub mod factory;

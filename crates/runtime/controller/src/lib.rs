@@ -87,6 +87,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod error;
 pub mod event_priority;

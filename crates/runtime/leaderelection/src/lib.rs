@@ -161,6 +161,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod callbacks;
 pub mod config;

@@ -103,6 +103,11 @@
 //! # }
 //! ```
 
+// `unsafe` only in the items that allow it, each with a `// SAFETY:` comment: the
+// spin lock, the slot arena, the guards' pointers to stored items, and the two places
+// that free a slot (queue/done.rs, waiting.rs).
+#![deny(unsafe_code)]
+
 pub mod bucket_rate_limiter;
 pub mod coalescing_rate_limiter;
 mod config;
@@ -115,9 +120,12 @@ pub mod priority;
 pub mod queue;
 pub mod rate_limiter;
 pub mod rate_limiting_queue;
+#[allow(unsafe_code)]
 mod slots;
+#[allow(unsafe_code)]
 mod spin_lock;
 mod waiting;
+#[allow(unsafe_code)]
 pub mod work_item;
 
 pub use bucket_rate_limiter::BucketRateLimiter;

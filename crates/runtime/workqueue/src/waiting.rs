@@ -151,6 +151,7 @@ impl<T: Clone + Eq + 'static> Waiting<T> {
 
     /// Moves every item due at `now` into `due` (earliest first, with its hash and
     /// priority) and returns when the next one is due, if any is left.
+    #[allow(unsafe_code)]
     pub(crate) fn pop_due(
         &mut self,
         now: Instant,

@@ -90,6 +90,7 @@ impl<T: Item> Queue<T> {
 
     /// Frees `slot` if it is finished and no guard points at it, unlocks, then wakes
     /// whoever `wake` says and drops the item.
+    #[allow(unsafe_code)]
     fn finish_slot(&self, mut guard: MutexGuard<'_, State<T>>, slot: SlotRef<T, Meta>, wake: Wake) {
         let meta = &guard.items.get(slot).meta;
         let freed = (meta.finished.get() && meta.guards.get() == 0).then(|| {
