@@ -103,9 +103,11 @@
 //! # }
 //! ```
 
-// `unsafe` only in the items that allow it, each with a `// SAFETY:` comment: the
-// spin lock, the slot arena, the guards' pointers to stored items, and the two places
-// that free a slot (queue/done.rs, waiting.rs).
+// `unsafe` only in the items that allow it, each `unsafe` block with a `// SAFETY:`
+// comment naming the tests that run it: the spin lock, the slot arena, the guards'
+// pointers to stored items, and the two places that free a slot (queue/done.rs,
+// waiting.rs). The concurrent ones are model-checked with loom (src/loom_models.rs,
+// docs/testing.md "Loom").
 #![deny(unsafe_code)]
 
 pub mod bucket_rate_limiter;
@@ -114,6 +116,8 @@ mod config;
 pub mod delaying_queue;
 mod forward;
 mod item_map;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub mod metrics;
 pub mod observer;
 pub mod priority;
@@ -124,6 +128,7 @@ pub mod rate_limiting_queue;
 mod slots;
 #[allow(unsafe_code)]
 mod spin_lock;
+mod sync;
 mod waiting;
 #[allow(unsafe_code)]
 pub mod work_item;

@@ -171,7 +171,9 @@ impl<T: Clone + Eq + 'static> Waiting<T> {
             let priority = stored.meta.get().priority;
             stored.meta.set(WaitMeta::default());
             let hash = stored.hash();
-            // SAFETY: the waiting set never hands out `key_ptr`s.
+            // SAFETY: the waiting set never hands out `key_ptr`s. Run by the tests
+            // below (`stale_entries_stay_bounded`,
+            // `keeps_the_earlier_time_and_the_higher_priority`).
             due.push((hash, unsafe { self.items.release(slot) }, priority));
         }
         None
