@@ -16,7 +16,8 @@
 #     newest control plane (needed by `cargo test`), then the oldest release and the fuzz
 #     targets under `nice` (needed near the end).
 #   - Builds are cached outside the clone (CI clones afresh every time): the control
-#     plane, the fuzz build and the cargo target directory.
+#     plane, the fuzz build, the loom build (other flags: a target dir of its own) and
+#     the cargo target directory.
 # Every phase is timed; the table at the end says where the time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +89,13 @@ bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromi
 # opt-level 3 for 70 % of the build's CPU (docs/testing.md). Long runs by hand keep 3.
 export FUZZ_OPT_LEVEL=${FUZZ_OPT_LEVEL:-1}
 bg_start fuzz-build nice -n 19 env -u CARGO_TARGET_DIR FUZZ_BUILD_ONLY=1 bash hack/fuzz.sh
+# The workqueue's loom models (docs/testing.md, "Loom") build with `--cfg loom`, which
+# changes the flags of every crate: in a target dir of their own, so that the main build
+# is not invalidated, and under `nice` (about 100 s of CPU cold, 4 s warm); the models
+# run in the foreground after the tests.
+loom_target=${LOOM_TARGET_DIR:-$cache_root/loom-target}
+loom_test=(env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" cargo test -p workqueue --lib --locked)
+bg_start loom-build nice -n 19 "${loom_test[@]}" --no-run
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
@@ -121,6 +129,12 @@ delta_fifo_reruns() (
     e2e_informer e2e_pager
 )
 phase "cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)" delta_fifo_reruns
+
+# The workqueue's spin lock and slot arena under every interleaving loom explores: the
+# `unsafe` whose soundness rests on ordering between threads (built above).
+bg_wait loom-build
+phase "loom models of the workqueue's spin lock and slot arena (--cfg loom)" \
+  "${loom_test[@]}" loom_models
 
 # Coverage-guided fuzzing of the parsers that read outside input, a few seconds per
 # target from the checked-in corpus (docs/reliability.md); built above in the

@@ -10,6 +10,8 @@
 //! crate ([`apis::crd_files`]), where they are tested. Run it through
 //! `hack/update-crds.sh`; `hack/verify-crds.sh` checks the result.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

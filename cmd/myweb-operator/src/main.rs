@@ -8,6 +8,8 @@
 //! myweb-operator --kubeconfig ~/.kube/config --workers 2 --leader-elect
 //! ```
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use manager::{Manager, ManagerArgs};
 use myweb_operator::{CONTROLLER_NAME, MyWebControllerOptions};

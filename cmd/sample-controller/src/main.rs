@@ -8,6 +8,8 @@
 //! sample-controller --events-api core/v1   # core/v1 Events instead of events.k8s.io/v1
 //! ```
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use foo_controller::{CONTROLLER_NAME, FooControllerOptions};
 use manager::{ControllerRunnable, Manager, ManagerArgs};

@@ -10,6 +10,8 @@
 //! Several replicas sharing one driver state must run with `--leader-elect`: only the
 //! leader drives servers.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

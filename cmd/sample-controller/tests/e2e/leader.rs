@@ -118,7 +118,7 @@ async fn one_leader_killed_leader_replaced_terminated_leader_hands_over() -> any
     );
 
     // SIGKILL: no release; the standby must wait for the Lease to expire.
-    leader.signal(libc::SIGKILL);
+    leader.signal(Signal::KILL);
     let killed = Instant::now();
     for i in 0..5 {
         create_foo(&env, &format!("during-{i}"), 1).await?;
@@ -165,7 +165,7 @@ async fn one_leader_killed_leader_replaced_terminated_leader_hands_over() -> any
     )
     .await?;
     let mut current = standby;
-    current.signal(libc::SIGTERM);
+    current.signal(Signal::TERM);
     let terminated = Instant::now();
     let status = tokio::time::timeout(TIMEOUT, current.child.wait()).await??;
     assert!(
@@ -193,7 +193,7 @@ async fn one_leader_killed_leader_replaced_terminated_leader_hands_over() -> any
     assert!(spec.lease_transitions.unwrap_or(0) >= 2, "{spec:?}");
     create_foo(&env, "after-handover", 1).await?;
     wait_for_owned(&env, 11).await?;
-    next.signal(libc::SIGTERM);
+    next.signal(Signal::TERM);
     let _ = tokio::time::timeout(TIMEOUT, next.child.wait()).await;
     Ok(())
 }
@@ -254,7 +254,7 @@ async fn the_shipped_rbac_is_enough_to_lead() -> anyhow::Result<()> {
     .await?;
     assert!(replica.is_leading().await, "{}", replica.log_text());
     drop(foo);
-    replica.signal(libc::SIGTERM);
+    replica.signal(Signal::TERM);
     leases.delete(&lease_name, &Default::default()).await.ok();
     Ok(())
 }

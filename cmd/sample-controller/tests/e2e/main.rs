@@ -15,6 +15,7 @@ use std::time::Duration;
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use kube::api::{Api, PostParams};
 use metrics::testing::{http_get, sample_value};
+use rustix::process::{Pid, Signal, kill_process};
 use testenv::TestEnv;
 
 /// Generous: a loaded 2-core CI machine runs several test binaries at once.
@@ -103,10 +104,14 @@ impl Replica {
     }
 
     /// Sends `signal` to the process.
-    pub fn signal(&self, signal: i32) {
-        if let Some(pid) = self.child.id() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(pid as i32, signal) };
+    pub fn signal(&self, signal: Signal) {
+        if let Some(pid) = self
+            .child
+            .id()
+            .and_then(|p| Pid::from_raw(i32::try_from(p).ok()?))
+        {
+            // Our own child; a failure means it has exited already.
+            let _ = kill_process(pid, signal);
         }
     }
 

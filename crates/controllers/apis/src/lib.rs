@@ -34,6 +34,8 @@
 //! );
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod cloudnative;
 pub mod crds;
 pub mod operator;

@@ -18,6 +18,8 @@
 //! Read [`sync`] first: it is the part that is specific to Foos, narrated step by step.
 //! Where it deliberately differs from the Go original, the comment starts with "Better:".
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod deployment;
 pub mod error;

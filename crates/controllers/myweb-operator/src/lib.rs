@@ -20,6 +20,8 @@
 //! controller wires its informers and handlers by hand and updates with
 //! read-modify-write; this one declares its watches and applies.
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod error;
 pub mod objects;

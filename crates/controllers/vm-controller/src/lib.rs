@@ -71,6 +71,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod error;
 pub mod finalizer;

@@ -87,6 +87,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod driver;
 mod error;
 pub mod fake;

@@ -11,6 +11,8 @@
 use std::fs;
 use std::path::Path;
 
+use rustix::process::{Pid, Signal, kill_process};
+
 /// A pid read from a pidfile, if it holds a plausible one (> 1: never 0, which
 /// `kill` would treat as "my process group", nor init).
 pub(crate) fn read_pidfile(path: &Path) -> Option<i32> {
@@ -126,25 +128,35 @@ pub(crate) fn parse_status_rss_bytes(status: &str) -> Option<u64> {
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, almost always 100).
 pub(crate) fn clock_ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions and only reads a constant.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as u64 } else { 100 }
+    let ticks = rustix::param::clock_ticks_per_second();
+    if ticks > 0 { ticks } else { 100 }
 }
 
 /// Sends SIGKILL. Callers have checked with [`is_our_qemu`] that `pid` is ours.
 pub(crate) fn kill(pid: i32) -> std::io::Result<()> {
-    // SAFETY: kill has no memory-safety preconditions; pid > 1 by construction
-    // (read_pidfile), so this never targets a process group or init.
-    if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    // pid > 1 by construction (read_pidfile); checked again, as a pid <= 0 would
+    // make kill(2) signal a process group or every process we may signal.
+    let pid = (pid > 0)
+        .then(|| Pid::from_raw(pid))
+        .flatten()
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    Ok(kill_process(pid, Signal::KILL)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `USER_HZ`, the unit of `/proc/<pid>/stat`'s times, is 100 in the Linux ABI of
+    /// x86-64 and arm64 (`getconf CLK_TCK`).
+    #[test]
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    fn clock_ticks_per_second_is_user_hz() {
+        assert_eq!(clock_ticks_per_second(), 100);
+    }
 
     #[test]
     fn command_name_and_state() {

@@ -11,8 +11,18 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, kill_process};
 use vm_driver::testing::{cmdline, kill_processes_mentioning, pids_mentioning};
 use vm_driver::{Driver, DriverError, QemuDriver, ServerSpec, ServerState};
+
+/// Sends `signal` to the (verified QEMU) process `pid`.
+fn send(pid: u32, signal: Signal) -> rustix::io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .expect("a pid");
+    kill_process(pid, signal)
+}
 
 /// Removes a test's state directory, killing its QEMUs first (every process whose
 /// command line names this directory).
@@ -141,10 +151,9 @@ async fn a_server_whose_qemu_died_is_restarted_by_create_and_cleaned_by_delete()
     let disk = dir.join("vm-2/disk.qcow2");
 
     let kill_qemu = || {
-        let pid = driver.server_pid("vm-2").unwrap().expect("running") as i32;
-        // SAFETY: kill has no memory-safety preconditions; pid is the verified QEMU.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-        pid as u32
+        let pid = driver.server_pid("vm-2").unwrap().expect("running");
+        send(pid, Signal::KILL).unwrap();
+        pid
     };
     let old_pid = kill_qemu();
     wait_for("the killed QEMU to go", || {
@@ -187,8 +196,7 @@ async fn a_reused_pid_is_never_adopted_or_killed() {
     driver.create_server(&tiny("vm-3")).await.unwrap();
     let disk = dir.join("vm-3/disk.qcow2");
     let pid = driver.server_pid("vm-3").unwrap().expect("running");
-    // SAFETY: kill has no memory-safety preconditions; pid is the verified QEMU.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    send(pid, Signal::KILL).unwrap();
     wait_for("the killed QEMU to go", || {
         pids_mentioning(&disk).is_empty()
     })
@@ -234,8 +242,7 @@ async fn a_qemu_that_ignores_quit_is_killed() {
     let disk = dir.join("vm-4/disk.qcow2");
     let pid = driver.server_pid("vm-4").unwrap().expect("running");
     // A stopped process accepts the QMP connection but never answers or exits.
-    // SAFETY: kill has no memory-safety preconditions; pid is the verified QEMU.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+    send(pid, Signal::STOP).unwrap();
 
     let err = driver.server_status("vm-4").await.unwrap_err();
     assert!(matches!(err, DriverError::Qmp { .. }), "{err:?}");

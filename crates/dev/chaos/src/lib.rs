@@ -16,6 +16,8 @@
 //!
 //! docs/reliability.md has the faults, the invariants, figures and how to replay a seed.
 
+#![forbid(unsafe_code)]
+
 pub mod check;
 pub mod cluster;
 pub mod error;

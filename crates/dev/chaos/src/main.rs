@@ -8,6 +8,8 @@
 //! Exit code: 0 pass, 1 invariant violations, 2 the environment broke (no violation),
 //! 3 the soak could not run.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 
 /// The chaos soak: controllers under overlapping faults and load.

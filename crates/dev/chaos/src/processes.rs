@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, kill_process};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
@@ -425,9 +426,9 @@ fn send_signal(pid: u32, signal: i32) {
     if let Ok(pid) = i32::try_from(pid)
         && pid > 0
     {
-        // SAFETY: kill(2) with a pid of a child we started; no memory is involved.
-        unsafe {
-            libc::kill(pid, signal);
+        // A pid of a child we started; a failure (it is gone) changes nothing.
+        if let (Some(pid), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(signal)) {
+            let _ = kill_process(pid, signal);
         }
     }
 }

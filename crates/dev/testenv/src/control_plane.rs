@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use rustix::process::Signal;
 
 use crate::error::{Error, Result};
 use crate::process::ProcessGuard;
@@ -114,7 +115,7 @@ impl ControlPlane {
             .stderr(stderr);
         // SIGTERM on parent death lets the script tear down and remove `dir`;
         // its own children get SIGKILL when it dies.
-        let guard = ProcessGuard::spawn(cmd, libc::SIGTERM, Duration::from_secs(20))?;
+        let guard = ProcessGuard::spawn(cmd, Signal::TERM, Duration::from_secs(20))?;
 
         let timeout = std::env::var(ENV_START_TIMEOUT)
             .ok()

@@ -49,6 +49,10 @@
 //! # fn main() {}
 //! ```
 
+// `unsafe` only where an item allows it and says why: the parent-death signal set
+// between fork and exec (process.rs).
+#![deny(unsafe_code)]
+
 mod control_plane;
 /// Installing CRDs and waiting until they are served ([`crd::install_crds`]).
 pub mod crd;

@@ -11,6 +11,11 @@ use std::process::{Command, ExitStatus};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use rustix::process::{
+    Pid, Signal, getpid, getppid, kill_process_group, set_parent_process_death_signal,
+    test_kill_process_group,
+};
+
 use crate::error::{Error, Result};
 
 /// Shared between the guard and the waiter thread: the exit status, once known.
@@ -20,7 +25,8 @@ type Exit = Arc<(Mutex<Option<ExitStatus>>, Condvar)>;
 /// then `SIGKILL` to the whole group after a grace period).
 #[derive(Debug)]
 pub(crate) struct ProcessGuard {
-    pid: i32,
+    /// The child's pid, which is also its process group's id.
+    pid: Pid,
     exit: Exit,
     grace: Duration,
 }
@@ -28,7 +34,7 @@ pub(crate) struct ProcessGuard {
 impl ProcessGuard {
     /// Spawn `cmd` with `signal` as its parent-death signal, in a new process
     /// group, from a dedicated waiter thread.
-    pub(crate) fn spawn(mut cmd: Command, signal: libc::c_int, grace: Duration) -> Result<Self> {
+    pub(crate) fn spawn(mut cmd: Command, signal: Signal, grace: Duration) -> Result<Self> {
         let exit: Exit = Arc::new((Mutex::new(None), Condvar::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let waiter_exit = Arc::clone(&exit);
@@ -36,23 +42,8 @@ impl ProcessGuard {
         std::thread::Builder::new()
             .name("testenv-child-waiter".into())
             .spawn(move || {
-                // SAFETY: getpid is async-signal-safe and has no preconditions.
-                let parent = unsafe { libc::getpid() };
                 cmd.process_group(0);
-                // SAFETY: the closure only calls async-signal-safe functions
-                // (prctl, getppid, _exit) between fork and exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong) != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        // The parent may have died before prctl took effect.
-                        if libc::getppid() != parent {
-                            libc::_exit(1);
-                        }
-                        Ok(())
-                    });
-                }
+                signal_on_parent_death(&mut cmd, signal, getpid());
                 match cmd.spawn() {
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -73,11 +64,16 @@ impl ProcessGuard {
             .recv()
             .map_err(|_| Error::io("child waiter thread died", std::io::ErrorKind::Other.into()))?
             .map_err(|e| Error::io(format!("spawning {program}"), e))?;
-        Ok(Self {
-            pid: pid as i32,
-            exit,
-            grace,
-        })
+        let pid = i32::try_from(pid)
+            .ok()
+            .and_then(Pid::from_raw)
+            .ok_or_else(|| {
+                Error::io(
+                    format!("pid of {program}"),
+                    std::io::ErrorKind::InvalidData.into(),
+                )
+            })?;
+        Ok(Self { pid, exit, grace })
     }
 
     /// The exit status if the child has exited.
@@ -105,26 +101,51 @@ impl ProcessGuard {
 
     /// Stop the process group: `SIGTERM`, wait for the grace period, `SIGKILL`.
     pub(crate) fn stop(&self) {
-        // SAFETY: kill(2) with a negative pid signals the process group we
-        // created for the child; harmless if it is already gone.
-        unsafe { libc::kill(-self.pid, libc::SIGTERM) };
+        // The process group we created for the child; harmless if it is already gone.
+        let _ = kill_process_group(self.pid, Signal::TERM);
         if self.wait_timeout(self.grace).is_none() {
             tracing::warn!(
-                pid = self.pid,
+                pid = self.pid.as_raw_pid(),
                 "child did not exit after SIGTERM; sending SIGKILL"
             );
         }
         // Also reap stragglers in the group (grandchildren outliving the child).
-        // SAFETY: as above.
-        unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        let _ = kill_process_group(self.pid, Signal::KILL);
         self.wait_timeout(Duration::from_secs(5));
         // SIGKILL is asynchronous: return only once no process of the group is left
         // (signal 0 fails with ESRCH), so a stopped control plane has closed its ports.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        // SAFETY: signal 0 only checks that the group exists.
-        while unsafe { libc::kill(-self.pid, 0) } == 0 && std::time::Instant::now() < deadline {
+        while test_kill_process_group(self.pid).is_ok() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// Makes the kernel send `signal` to the child when the thread spawning it exits
+/// (`PR_SET_PDEATHSIG`), and the child give up before `exec` if `parent` already died
+/// (the signal would then never come).
+///
+/// The crate's one `unsafe` item: std runs code between `fork` and `exec` only
+/// through the unsafe [`CommandExt::pre_exec`], and offers no safe way to set a
+/// parent-death signal.
+#[allow(unsafe_code)]
+fn signal_on_parent_death(cmd: &mut Command, signal: Signal, parent: Pid) {
+    // SAFETY: the closure runs in the forked child before `exec`, where only
+    // async-signal-safe code may run: it makes two system calls (prctl, getppid)
+    // through rustix, which neither allocates nor takes a lock, and builds its error
+    // from a raw errno (no allocation). An error makes `spawn` fail and the child
+    // exit without running the program. Exercised by
+    // `stop_ends_every_process_and_removes_the_state_dir` (tests/lifecycle.rs) and by
+    // every other test that starts a control plane through `ProcessGuard::spawn`.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_parent_process_death_signal(Some(signal))?;
+            // The parent may have died before prctl took effect.
+            if getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -65,6 +65,8 @@
 //! `controller.run(cancel).await` (or `mgr.add(controller)`: a built controller is a
 //! `manager::Runnable`, and the manager starts the factory).
 
+#![forbid(unsafe_code)]
+
 pub mod builder;
 pub mod handler;
 pub mod predicate;

@@ -99,6 +99,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod delta;
 pub mod delta_fifo;
 pub mod error;

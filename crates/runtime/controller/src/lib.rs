@@ -89,6 +89,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod error;
 pub mod event_priority;

@@ -19,18 +19,16 @@ pub fn default_identity() -> String {
     format!("{host}_{}", new_uuid())
 }
 
-/// The kernel's hostname (`gethostname(2)`): the Pod's name in a cluster.
+/// The kernel's hostname (`gethostname(2)`, the `nodename` of `uname(2)`): the Pod's
+/// name in a cluster.
 pub fn hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8(buf[..end].to_vec())
+    let uname = rustix::system::uname();
+    uname
+        .nodename()
+        .to_str()
         .ok()
         .filter(|h| !h.is_empty())
+        .map(str::to_string)
 }
 
 /// A random RFC 4122 version 4 UUID in its canonical text form.

@@ -162,6 +162,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod callbacks;
 pub mod config;

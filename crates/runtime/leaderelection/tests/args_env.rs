@@ -12,6 +12,10 @@ struct Cli {
     leader_election: LeaderElectionArgs,
 }
 
+// The environment can only be changed with `unsafe` (another thread could be reading
+// it); the workspace denies `unsafe_code` everywhere else. Safe alternatives (running
+// the test binary again as a child with `Command::env`) would hide what is tested.
+#[allow(unsafe_code)]
 #[test]
 fn every_flag_falls_back_to_its_environment_variable_and_flags_win() {
     let vars = [

@@ -73,6 +73,9 @@
 //! }
 //! ```
 
+// `unsafe` only where an item allows it and says why: glibc's `mallopt` (heap.rs).
+#![deny(unsafe_code)]
+
 pub mod client;
 pub mod entry;
 pub mod events;

@@ -58,6 +58,8 @@
 //! leader_election_master_status{name="foo-controller"} 1
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod adapters;
 pub mod args;
 pub mod bind_address;

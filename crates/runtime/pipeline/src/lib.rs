@@ -36,6 +36,8 @@
 //! assert_eq!(trip[1].stage, Stage::Indexer);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod gauges;
 mod scope;
 mod stage;

@@ -140,6 +140,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod aggregator;
 pub mod broadcaster;
 pub mod clock;

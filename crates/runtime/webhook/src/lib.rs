@@ -176,6 +176,8 @@
 //!   a 10 s poll); HTTP/2 is not offered; client certificates are not verified.
 //! * One more metric, `webhook_admission_denied_total` (see [`metrics`](mod@metrics)).
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod args;
 pub mod certs;

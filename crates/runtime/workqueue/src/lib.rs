@@ -103,6 +103,13 @@
 //! # }
 //! ```
 
+// `unsafe` only in the items that allow it, each `unsafe` block with a `// SAFETY:`
+// comment naming the tests that run it: the spin lock, the slot arena, the guards'
+// pointers to stored items, and the two places that free a slot (queue/done.rs,
+// waiting.rs). The concurrent ones are model-checked with loom (src/loom_models.rs,
+// docs/testing.md "Loom").
+#![deny(unsafe_code)]
+
 pub mod bucket_rate_limiter;
 pub mod coalescing_rate_limiter;
 mod config;
@@ -110,15 +117,21 @@ pub mod delaying_queue;
 mod forward;
 pub mod into_item;
 mod item_map;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub mod metrics;
 pub mod observer;
 pub mod priority;
 pub mod queue;
 pub mod rate_limiter;
 pub mod rate_limiting_queue;
+#[allow(unsafe_code)]
 mod slots;
+#[allow(unsafe_code)]
 mod spin_lock;
+mod sync;
 mod waiting;
+#[allow(unsafe_code)]
 pub mod work_item;
 
 pub use bucket_rate_limiter::BucketRateLimiter;

@@ -28,15 +28,26 @@
 //! `SlotRef` is sound (the chunk is still there) and its `meta` can be read; only
 //! [`Slot::key`] of a free slot panics. Telling a refilled slot from the one the
 //! `SlotRef` was made for is the owner's business (the queue uses tickets in `meta`).
+//!
+//! # How the `unsafe` is checked
+//!
+//! Each `unsafe` block names the tests that run it. The single-threaded paths (every
+//! chunk, reuse, release and drop) are run by the unit tests below. The one concurrent
+//! path, a worker reading its item through a [`key_ptr`](Slots::key_ptr) pointer
+//! while other threads add, end and free items under the lock, is model-checked with
+//! loom (`src/loom_models.rs`): the item's cell is a loom cell then, and the models
+//! fail if that read is not ordered before the slot is released or refilled.
 
 use std::any::TypeId;
 use std::borrow::Cow;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
+
+use crate::sync::UnsafeCell;
 
 /// Slots in the first chunk; every new chunk doubles the total, so a queue with n
 /// items has about log2(n / 16) chunks and never copies a slot when it grows.
@@ -73,7 +84,12 @@ impl<T, M> Slot<T, M> {
     pub(crate) fn key(&self) -> &T {
         // SAFETY: the item is only written through `&mut Slots` (`find_or_insert`,
         // `release`), which cannot coexist with the `&Slots` this `&self` borrows.
-        unsafe { &*self.key.get() }.as_ref().expect("slot in use")
+        // Run by every test here (`stores_once_finds_and_reuses_slots`) and, through
+        // the queue's lookups and `key_ptr`, by every loom model.
+        self.key
+            .with(|p| unsafe { &*p })
+            .as_ref()
+            .expect("slot in use")
     }
 }
 
@@ -95,7 +111,9 @@ impl<T, M> PartialEq for SlotRef<T, M> {
 }
 
 // SAFETY: a `SlotRef` is an address; every access goes through `Slots::get`, that is
-// through the owner of the slots (which is `Send` only when `T` and `M` are).
+// through the owner of the slots (which is `Send` only when `T` and `M` are). Sent
+// between threads in the queue's FIFO and `WorkItem`s: tests/stress.rs and the loom
+// models (`owned_work_item_read_on_another_thread`).
 unsafe impl<T: Send, M: Send> Send for SlotRef<T, M> {}
 
 /// Items stored once each, in slots that never move, indexed by hash.
@@ -114,7 +132,8 @@ pub(crate) struct Slots<T, M> {
 
 // SAFETY: `Slots` owns its items and chunks like a `Vec<T>` would; the raw chunk
 // pointers are only shared through `SlotRef`s and `key_ptr`, whose holders (the
-// queue's FIFO and `WorkItem`s) are `Send`/`Sync` only when `T` is.
+// queue's FIFO and `WorkItem`s) are `Send`/`Sync` only when `T` is. Every loom model
+// shares a queue (and so its `Slots`) between threads.
 unsafe impl<T: Send, M: Send> Send for Slots<T, M> {}
 
 /// Item equality with a shortcut for `Arc<str>`, the usual controller key: two
@@ -123,7 +142,9 @@ unsafe impl<T: Send, M: Send> Send for Slots<T, M> {}
 /// compile time.
 pub(crate) fn item_eq<T: Eq + 'static>(a: &T, b: &T) -> bool {
     if TypeId::of::<T>() == TypeId::of::<Arc<str>>() {
-        // SAFETY: `T` is `Arc<str>`, checked just above.
+        // SAFETY: `T` is `Arc<str>`, checked just above. Run by
+        // `arc_str_equality_shortcut_agrees_with_eq` below and the `Arc<str>` loom model
+        // (`worker_reads_its_item_while_another_ends_and_re_adds_it`).
         let (a, b) = unsafe {
             (
                 &*(a as *const T).cast::<Arc<str>>(),
@@ -151,8 +172,24 @@ pub(crate) enum Found<'k, T: Clone, M> {
 ///
 /// `slot` must point into chunks that are still allocated.
 unsafe fn deref<'a, T, M>(slot: SlotRef<T, M>) -> &'a Slot<T, M> {
-    // SAFETY: the caller's promise; slots are only ever borrowed shared.
+    // SAFETY: the caller's promise; slots are only ever borrowed shared. Every test
+    // here and every loom model goes through it.
     unsafe { slot.0.as_ref() }
+}
+
+impl<T, M> SlotRef<T, M> {
+    /// Under loom: records a read of the slot's item, for the reads through a
+    /// [`Slots::key_ptr`] pointer, which loom cannot see (they bypass the cell).
+    ///
+    /// # Safety
+    ///
+    /// The slot's chunk is still allocated (its `Slots` is alive).
+    #[cfg(loom)]
+    pub(crate) unsafe fn loom_read_key(self) {
+        // SAFETY: the caller's promise. Run by every queue model in
+        // src/loom_models.rs (each read of a guard's item).
+        unsafe { deref(self) }.key.with(|_| ());
+    }
 }
 
 impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
@@ -174,7 +211,7 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     pub(crate) fn get(&self, slot: SlotRef<T, M>) -> &Slot<T, M> {
         // SAFETY: `slot` was made by this `Slots` (only `Slots` makes them, and the
         // queue never mixes the slots of two queues); chunks are freed only in `Drop`,
-        // and the returned reference borrows `self`.
+        // and the returned reference borrows `self`. Run as `deref` above.
         unsafe { deref(slot) }
     }
 
@@ -200,7 +237,9 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// whatever the slot's last item left there). One probe of the index either way.
     pub(crate) fn find_or_insert<'k>(&mut self, hash: u64, key: Cow<'k, T>) -> Found<'k, T, M> {
         let probe: &T = &key;
-        // SAFETY (both closures): the index holds only slots of `self.chunks`.
+        // SAFETY (both closures): the index holds only slots of `self.chunks`. The
+        // second runs when the index grows (`stores_once_finds_and_reuses_slots`
+        // stores 100 items).
         let entry = self.index.entry(
             hash,
             |&s| {
@@ -213,7 +252,7 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
             Entry::Occupied(found) => Found::Existing(*found.get(), key),
             Entry::Vacant(vacant) => {
                 // Clone (user code, which may panic) before anything is changed.
-                let key = key.into_owned();
+                let item = key.into_owned();
                 let s = match self.free.pop() {
                     Some(s) => s,
                     None => {
@@ -225,18 +264,21 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
                         let (start, len) = *self.chunks.last().expect("a chunk");
                         let offset = len - self.fresh;
                         self.fresh -= 1;
-                        // SAFETY: `offset < len`, inside the chunk's allocation.
+                        // SAFETY: `offset < len`, inside the chunk's allocation. Every
+                        // slot of three chunks in `stores_once_finds_and_reuses_slots`.
                         SlotRef(unsafe { start.add(offset) })
                     }
                 };
                 let bucket = vacant.insert(s).bucket_index();
-                // SAFETY: `s` is a slot of `self.chunks`.
+                // SAFETY: `s` is a slot of `self.chunks` (tests as above).
                 let slot = unsafe { deref(s) };
                 slot.bucket.set(bucket);
                 // SAFETY: `s` was free (fresh, or released), so it holds `None` (no
                 // drop needed), no `key_ptr` for it is outstanding, and `&mut self`
-                // excludes `key()` borrows.
-                unsafe { slot.key.get().write(Some(key)) };
+                // excludes `key()` borrows. Fresh and reused slots:
+                // `stores_once_finds_and_reuses_slots`; refilled while a worker reads
+                // another slot: the loom models.
+                slot.key.with_mut(|p| unsafe { p.write(Some(item)) });
                 slot.hash.set(hash);
                 Found::Inserted(s)
             }
@@ -268,8 +310,14 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// this.
     pub(crate) unsafe fn release(&mut self, slot: SlotRef<T, M>) -> T {
         // SAFETY: `&mut self` excludes `key()` borrows, the caller excludes
-        // `key_ptr` readers.
-        let key = unsafe { (*self.get(slot).key.get()).take() }.expect("slot in use");
+        // `key_ptr` readers. The loom models check the queue's way of excluding them
+        // (a count of guards per slot, under the lock): they fail if a worker's read
+        // of its item is not ordered before this write.
+        let key = self
+            .get(slot)
+            .key
+            .with_mut(|p| unsafe { (*p).take() })
+            .expect("slot in use");
         self.free.push(slot);
         key
     }
@@ -292,7 +340,8 @@ impl<T, M> Drop for Slots<T, M> {
         for &(start, len) in &self.chunks {
             let raw = std::ptr::slice_from_raw_parts_mut(start.as_ptr(), len);
             // SAFETY: made by `Box::into_raw` of a slice of exactly this length in
-            // `new_chunk`, freed only here; `&mut self` means no borrow is left.
+            // `new_chunk`, freed only here; `&mut self` means no borrow is left. The end
+            // of `stores_once_finds_and_reuses_slots` checks every item was dropped.
             drop(unsafe { Box::from_raw(raw) });
         }
     }

@@ -23,20 +23,88 @@
 //! then yields its thread to the OS scheduler between attempts, so a holder that was
 //! preempted gets the CPU back instead of competing with spinners. Nothing is ever
 //! awaited or dropped (item drops run user code) while the lock is held.
+//!
+//! # Checked by a model checker
+//!
+//! Mutual exclusion rests on two orderings: the `Acquire` of a successful lock and
+//! the `Release` of the unlock. The loom models in `src/loom_models.rs`
+//! (`spin_lock_*`) run two and three threads through the lock under every
+//! interleaving loom explores and fail if two critical sections could overlap or one
+//! could miss the writes of the one before (docs/testing.md, "Loom").
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
+#[cfg(not(loom))]
 use parking_lot::lock_api;
+
+use crate::sync::{AtomicBool, Ordering, spin_loop, yield_now};
 
 /// The raw lock: `true` while held.
 pub(crate) struct RawSpinLock(AtomicBool);
 
 /// Spin rounds (each twice as long as the last) before a waiter starts yielding.
+#[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 6;
+/// Under loom a `spin_loop` hint is a yield to the model's scheduler, and 63 of them
+/// per wait make every model exceed loom's limit of branches per execution. One round
+/// still runs both ways of waiting.
+#[cfg(loom)]
+const SPIN_ROUNDS: u32 = 1;
+
+impl RawSpinLock {
+    /// Takes the lock if it is free: one compare-exchange.
+    #[inline]
+    fn try_acquire(&self) -> bool {
+        self.0
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the lock, waiting for it if needed.
+    #[inline]
+    fn acquire(&self) {
+        if !self.try_acquire() {
+            self.acquire_contended();
+        }
+    }
+
+    #[cold]
+    fn acquire_contended(&self) {
+        let mut round = 0;
+        loop {
+            // Wait with plain loads (no cache-line ping-pong), then try again.
+            while self.0.load(Ordering::Relaxed) {
+                if round < SPIN_ROUNDS {
+                    for _ in 0..1 << round {
+                        spin_loop();
+                    }
+                    round += 1;
+                } else {
+                    yield_now();
+                }
+            }
+            if self.try_acquire() {
+                return;
+            }
+        }
+    }
+
+    /// Lets the lock go: a plain release store.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock (took it with `acquire` or `try_acquire`).
+    #[inline]
+    unsafe fn release(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
 
 // SAFETY: mutual exclusion: the lock is taken only by a successful
 // `false -> true` compare-exchange (Acquire) and released by storing `false`
-// (Release), so every critical section happens-after the previous one.
+// (Release), so every critical section happens-after the previous one. Checked by
+// the loom models `spin_lock_excludes_two_threads` and
+// `spin_lock_excludes_three_threads` (src/loom_models.rs) and the unit test
+// `excludes_concurrent_critical_sections` below.
+#[cfg(not(loom))]
 unsafe impl lock_api::RawMutex for RawSpinLock {
     // A `const` item is the `lock_api` way to spell the initial state.
     #[allow(clippy::declare_interior_mutable_const)]
@@ -45,53 +113,109 @@ unsafe impl lock_api::RawMutex for RawSpinLock {
 
     #[inline]
     fn lock(&self) {
-        if !Self::try_lock(self) {
-            self.lock_contended();
-        }
+        self.acquire();
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        self.0
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        self.try_acquire()
     }
 
     #[inline]
     unsafe fn unlock(&self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-impl RawSpinLock {
-    #[cold]
-    fn lock_contended(&self) {
-        let mut round = 0;
-        loop {
-            // Wait with plain loads (no cache-line ping-pong), then try again.
-            while self.0.load(Ordering::Relaxed) {
-                if round < SPIN_ROUNDS {
-                    for _ in 0..1 << round {
-                        std::hint::spin_loop();
-                    }
-                    round += 1;
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-            if lock_api::RawMutex::try_lock(self) {
-                return;
-            }
-        }
+        // SAFETY: `lock_api` calls `unlock` only for a lock its guard holds (the
+        // contract of `RawMutex::unlock`), as the same tests check.
+        unsafe { self.release() }
     }
 }
 
 /// A mutex on [`RawSpinLock`].
+#[cfg(not(loom))]
 pub(crate) type Mutex<T> = lock_api::Mutex<RawSpinLock, T>;
 /// Its guard.
+#[cfg(not(loom))]
 pub(crate) type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawSpinLock, T>;
 
-#[cfg(test)]
+#[cfg(loom)]
+pub(crate) use loom_mutex::{Mutex, MutexGuard};
+
+/// Under loom, the mutex `lock_api` would make, written out: `lock_api` needs the
+/// initial state as a `const` (`RawMutex::INIT`), and loom's atomics cannot be made
+/// in one. Same [`RawSpinLock`], same calls; the data lives in a loom `UnsafeCell`
+/// held for writing from `lock` to unlock, so that loom fails on any access to it
+/// that the lock does not order.
+#[cfg(loom)]
+mod loom_mutex {
+    use std::mem::ManuallyDrop;
+    use std::ops::{Deref, DerefMut};
+
+    use loom::cell::{MutPtr, UnsafeCell};
+
+    use super::RawSpinLock;
+    use crate::sync::AtomicBool;
+
+    pub(crate) struct Mutex<T> {
+        raw: RawSpinLock,
+        data: UnsafeCell<T>,
+    }
+
+    // SAFETY: as for `lock_api::Mutex`: the lock hands the data to one thread at a
+    // time (what the loom models check).
+    unsafe impl<T: Send> Sync for Mutex<T> {}
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self {
+                raw: RawSpinLock(AtomicBool::new(false)),
+                data: UnsafeCell::new(value),
+            }
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.raw.acquire();
+            MutexGuard {
+                mutex: self,
+                data: ManuallyDrop::new(self.data.get_mut()),
+            }
+        }
+    }
+
+    pub(crate) struct MutexGuard<'a, T> {
+        mutex: &'a Mutex<T>,
+        /// loom's record of the write access, from `lock` until the guard drops.
+        data: ManuallyDrop<MutPtr<T>>,
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            // SAFETY: the guard holds the lock, so no other reference to the data
+            // exists outside it; the borrow is bounded by the guard's. Run by every
+            // loom model (src/loom_models.rs), which also checks the exclusion.
+            self.data.with(|p| unsafe { &*p })
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            // SAFETY: as above, and `&mut self` excludes the guard's other borrows.
+            self.data.with(|p| unsafe { &mut *p })
+        }
+    }
+
+    impl<T> Drop for MutexGuard<'_, T> {
+        fn drop(&mut self) {
+            // SAFETY: dropped once, here; the access ends before the lock is let go
+            // (every loom model).
+            unsafe { ManuallyDrop::drop(&mut self.data) };
+            // SAFETY: the guard holds the lock (every loom model).
+            unsafe { self.mutex.raw.release() };
+        }
+    }
+}
+
+// Real threads (loom's types panic outside a model: src/loom_models.rs has its own).
+#[cfg(all(test, not(loom)))]
 mod tests {
     use std::sync::Arc;
 

@@ -47,9 +47,20 @@ impl<T> Copy for Handout<T> {}
 
 impl<T> Handout<T> {
     fn item(&self) -> &T {
+        // Under loom, the read below (a plain pointer) is recorded on the slot's cell.
+        // SAFETY: a handout's slot is in a chunk of its queue's `Slots`, which lives as
+        // long as the queue, and the guard holding the handout borrows or owns the queue.
+        #[cfg(loom)]
+        unsafe {
+            self.slot.loom_read_key()
+        };
         // SAFETY: the queue keeps the slot's item in place and unmodified while this
         // handout is counted as a guard (see `Handout::key`); every guard type gives
-        // the count back exactly once, in `Drop` or `into_inner`.
+        // the count back exactly once, in `Drop` or `into_inner`. Model-checked with
+        // loom: `worker_reads_its_item_while_another_ends_and_re_adds_it`,
+        // `owned_work_item_read_on_another_thread` (src/loom_models.rs); the unit
+        // tests in tests/queue.rs (`a_guard_finishes_only_its_own_handout`) and
+        // tests/model.rs run it single-threaded.
         unsafe { self.key.as_ref() }
     }
 }
@@ -70,7 +81,9 @@ pub struct WorkItem<'q, T: Item> {
 }
 
 // SAFETY: a `WorkItem` is a `&T` into the queue's storage plus a `&Queue<T>`; both are
-// `Send` and `Sync` because `T: Send + Sync` (the `Item` bounds).
+// `Send` and `Sync` because `T: Send + Sync` (the `Item` bounds). Workers on several
+// threads: tests/stress.rs; a guard read on one thread while another ends and re-adds
+// its item: the loom model `worker_reads_its_item_while_another_ends_and_re_adds_it`.
 unsafe impl<T: Item> Send for WorkItem<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Item> Sync for WorkItem<'_, T> {}
@@ -162,6 +175,9 @@ pub struct OwnedWorkItem<T: Item> {
 }
 
 // SAFETY: as for `WorkItem`: a `&T` into the queue's storage plus a queue handle.
+// Moved to another thread and read there: the loom model
+// `owned_work_item_read_on_another_thread`; to a spawned task:
+// `owned_work_item_moves_into_a_spawned_task` (tests/queue.rs).
 unsafe impl<T: Item> Send for OwnedWorkItem<T> {}
 // SAFETY: as above.
 unsafe impl<T: Item> Sync for OwnedWorkItem<T> {}
@@ -189,7 +205,9 @@ impl<T: Item> OwnedWorkItem<T> {
         let mut this = ManuallyDrop::new(self);
         let item = this.queue.release_guard(&this.handout);
         // SAFETY: `this` is never used or dropped again, so its queue handle is
-        // dropped exactly once, here (the guard's own `Drop` must not run).
+        // dropped exactly once, here (the guard's own `Drop` must not run). Run by
+        // tests/model.rs (`queue_matches_the_sequential_model`, owned guards taken out
+        // with `into_inner`) and the loom model `owned_work_item_read_on_another_thread`.
         unsafe { std::ptr::drop_in_place(&mut this.queue) };
         item
     }

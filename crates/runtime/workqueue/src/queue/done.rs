@@ -90,12 +90,17 @@ impl<T: Item> Queue<T> {
 
     /// Frees `slot` if it is finished and no guard points at it, unlocks, then wakes
     /// whoever `wake` says and drops the item.
+    #[allow(unsafe_code)]
     fn finish_slot(&self, mut guard: MutexGuard<'_, State<T>>, slot: SlotRef<T, Meta>, wake: Wake) {
         let meta = &guard.items.get(slot).meta;
         let freed = (meta.finished.get() && meta.guards.get() == 0).then(|| {
             // SAFETY: no guard points at the slot (`guards == 0`): every `WorkItem`
             // made for it has given its pointer back through `finish` or
-            // `release_guard`, which is where the count is decremented.
+            // `release_guard`, which is where the count is decremented. The loom model
+            // `worker_reads_its_item_while_another_ends_and_re_adds_it` checks that this
+            // is enough (it fails if the count is ignored: a worker's read of its item is
+            // then not ordered before the release); `a_guard_finishes_only_its_own_handout`
+            // (tests/queue.rs) runs it single-threaded.
             unsafe { guard.items.release(slot) }
         });
         drop(guard);
