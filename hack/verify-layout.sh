@@ -3,8 +3,9 @@
 #   - a crate under crates/<tier>/ is missing from README.md's "Layout" block or from
 #     docs/architecture.md's code map (what a newcomer reads first), or when
 #   - a crate's normal (non-dev) dependencies point up a tier: runtime may use only runtime;
-#     controllers runtime and controllers; crates/dev and cmd/ anything. Dev-dependencies
-#     are free (the runtime crates' e2e tests use crates/dev/testenv).
+#     controllers runtime and controllers; crates/tools and cmd/ anything but crates/dev,
+#     which is only ever a dev-dependency (the e2e tests and tutorial examples use
+#     crates/dev/testenv).
 # Cheap (cargo metadata, no build); hack/test.sh runs it before the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +28,11 @@ for dir in crates/*/*/; do
   fi
 done
 
-# Each workspace package's tier from its manifest path: runtime 0 < controllers 1 < dev, cmd 2.
+# Each workspace package's tier from its manifest path: runtime 0 < controllers 1 < tools,
+# cmd 2 < dev 3 (a normal dependency on crates/dev is always "up").
 upward=$(cargo metadata --no-deps --format-version 1 --locked | jq -r '
-  def tier: if test("/crates/runtime/") then 0 elif test("/crates/controllers/") then 1 else 2 end;
+  def tier: if test("/crates/runtime/") then 0 elif test("/crates/controllers/") then 1
+    elif test("/crates/dev/") then 3 else 2 end;
   (.packages | map({key: .name, value: (.manifest_path | tier)}) | from_entries) as $tiers
   | .packages[]
   | . as $p
@@ -38,7 +41,7 @@ upward=$(cargo metadata --no-deps --format-version 1 --locked | jq -r '
   | select(.kind == null and .path != null and ($tiers[.name] // -1) > $t)
   | "\($p.name) -> \(.name)"')
 if [ -n "$upward" ]; then
-  echo "verify-layout: dependencies that point up a tier (runtime < controllers < dev, cmd):" >&2
+  echo "verify-layout: dependencies that point up a tier (runtime < controllers < tools, cmd; dev only as a dev-dependency):" >&2
   sed 's/^/  /' <<<"$upward" >&2
   fail=1
 fi

@@ -3,7 +3,7 @@
 //! pointed at the same directory, with **failure injection** switched on and off from
 //! outside the process.
 //!
-//! The chaos soak (`crates/dev/chaos`) runs several replicas of `vm-controller` with
+//! The chaos soak (`crates/tools/chaos`) runs several replicas of `vm-controller` with
 //! leader election. With the in-memory fake each replica would have its own servers, so
 //! a new leader would recreate every server and nobody could count leaks or duplicates.
 //! Here the servers outlive the process that made them, like a cloud's:
