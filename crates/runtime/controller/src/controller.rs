@@ -47,7 +47,7 @@ use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
-use workqueue::{AddOpts, RateLimitingQueue};
+use workqueue::RateLimitingQueue;
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
@@ -71,7 +71,7 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 /// ```
 /// use controller::{Action, Controller, SyncHandler};
 /// use tokio_util::sync::CancellationToken;
-/// use workqueue::{AddOpts, RateLimitingQueue};
+/// use workqueue::RateLimitingQueue;
 ///
 /// struct Hello;
 /// impl SyncHandler for Hello {
@@ -334,21 +334,13 @@ impl<H: SyncHandler> Controller<H> {
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
                 steps::requeued(&self.name, &traced, "requeue_after", millis(after));
-                self.queue.add_with_opts(
-                    key,
-                    AddOpts {
-                        after,
-                        priority,
-                        ..AddOpts::default()
-                    },
-                );
+                self.queue.add_after_with_priority_ref(key, after, priority);
                 debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
             }
             Ok(Err(err)) => {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
-                self.queue
-                    .add_with_opts(key, AddOpts::rate_limited_at(priority));
+                self.queue.add_rate_limited_with_priority_ref(key, priority);
                 steps::requeued(&self.name, &traced, "error", retries(&self.queue, key));
                 error!(
                     controller = %self.name,
@@ -359,8 +351,7 @@ impl<H: SyncHandler> Controller<H> {
                 );
             }
             Err(panic) => {
-                self.queue
-                    .add_with_opts(key, AddOpts::rate_limited_at(priority));
+                self.queue.add_rate_limited_with_priority_ref(key, priority);
                 steps::requeued(&self.name, &traced, "panic", retries(&self.queue, key));
                 error!(
                     controller = %self.name,

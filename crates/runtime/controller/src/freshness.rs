@@ -424,7 +424,7 @@ impl Freshness {
             freshness.inner.parked.lock().remove(&key);
             observe(&controller, &key, outcome);
             if let FreshnessOutcome::Stale { waited } = outcome {
-                queue.add_with_opts(&key, workqueue::AddOpts::rate_limited_at(priority));
+                queue.add_rate_limited_with_priority_ref(&key, priority);
                 info!(
                     controller = %controller,
                     key = %key,

@@ -21,9 +21,7 @@ use metrics::{
 };
 use tokio::time::advance;
 use tokio_util::sync::CancellationToken;
-use workqueue::{
-    AddOpts, ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue, priority,
-};
+use workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue, priority};
 
 fn value(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
     let text = registry.encode().unwrap();
@@ -144,7 +142,7 @@ async fn workqueue_depth_with_priority_follows_a_real_queue() {
     assert_eq!((first.as_str(), first.priority()), ("changed", 0));
     assert_eq!(depth("0"), 1.0);
     // A failure requeued at the priority it had: counted once it is due.
-    queue.add_with_opts(&first, AddOpts::rate_limited_at(first.priority()));
+    queue.add_rate_limited_with_priority_ref(&first, first.priority());
     first.done();
     assert_eq!(depth("0"), 1.0);
     tokio::time::sleep(Duration::from_millis(10)).await;

@@ -165,7 +165,7 @@ async fn retries(log: &Log) {
             return log.say("the queue shut down");
         };
         if attempt < 5 {
-            queue.add_rate_limited(&item);
+            queue.add_rate_limited_ref(&item);
             log.at(format!(
                 "sync {} attempt {attempt} failed -> add_rate_limited (requeues {})",
                 *item,

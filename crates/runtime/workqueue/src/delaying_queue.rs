@@ -132,27 +132,30 @@ impl<T: Item> DelayingQueue<T> {
     /// waiting, it keeps whichever ready time is earlier. Counts a retry in the
     /// `workqueue_retries_total` metric, like client-go. Adds at priority
     /// [`DEFAULT`](crate::priority::DEFAULT), unless the item is already waiting with
-    /// a higher one. `item` is a `T` or a `&T` ([`IntoItem`](crate::IntoItem)): by
-    /// reference, cloned only if it is stored (not already waiting with an earlier
-    /// or equal ready time).
-    pub fn add_after<'a>(&self, item: impl crate::IntoItem<'a, T>, delay: Duration) {
-        self.add_after_with_priority(item, delay, crate::priority::DEFAULT);
+    /// a higher one.
+    pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_after_cow(Cow::Owned(item), delay, crate::priority::DEFAULT);
+    }
+
+    /// [`add_after`](Self::add_after) for an item held by reference: cloned only if
+    /// it is stored (not already waiting with an earlier or equal ready time).
+    pub fn add_after_ref(&self, item: &T, delay: Duration) {
+        self.add_after_cow(Cow::Borrowed(item), delay, crate::priority::DEFAULT);
     }
 
     /// [`add_after`](Self::add_after) at `priority`: controller-runtime's
-    /// `AddWithOpts(AddOpts{After: delay, Priority: &priority}, item)`, every option a
-    /// delaying queue has (a rate-limiting queue has them all in
-    /// [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts)).
+    /// `AddWithOpts(AddOpts{After: delay, Priority: &priority}, item)`.
     ///
     /// An item already waiting keeps the earlier ready time and the higher priority,
     /// and is [added](Queue::add_with_priority) at that priority when due.
-    pub fn add_after_with_priority<'a>(
-        &self,
-        item: impl crate::IntoItem<'a, T>,
-        delay: Duration,
-        priority: i32,
-    ) {
-        self.add_after_cow(item.into_item(), delay, priority);
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
+        self.add_after_cow(Cow::Owned(item), delay, priority);
+    }
+
+    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
+    /// reference (cloned only if it is stored, as [`add_after_ref`](Self::add_after_ref)).
+    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
+        self.add_after_cow(Cow::Borrowed(item), delay, priority);
     }
 
     fn add_after_cow(&self, item: Cow<'_, T>, delay: Duration, priority: i32) {

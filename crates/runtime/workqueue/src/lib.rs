@@ -23,9 +23,9 @@
 //! * [`Queue::get`] returns a [`WorkItem`] that borrows the queue and lends out the
 //!   stored item: a `get` + `done` clones nothing. [`Queue::get_owned`] (or
 //!   [`WorkItem::into_owned`]) gives an [`OwnedWorkItem`] for a spawned task.
-//! * Every `add` method takes the key by value or by reference ([`IntoItem`]): by
-//!   reference, the key is cloned only when the queue stores it, never for a
-//!   duplicate.
+//! * Add keys you hold by reference with [`Queue::add_ref`],
+//!   [`DelayingQueue::add_after_ref`] and [`RateLimitingQueue::add_rate_limited_ref`]:
+//!   the key is cloned only when the queue stores it, never for a duplicate.
 //! * Each item is hashed once per add + get + done cycle and stored once; the locks
 //!   are short spin locks (see the `spin_lock` module) with one atomic
 //!   read-modify-write per critical section.
@@ -76,7 +76,7 @@
 //!             // Success: reset the key's backoff.
 //!             Ok(()) => queue.forget(&key),
 //!             // Failure: retry later, 5 ms, 10 ms, 20 ms, ... (give up after 5).
-//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited(&key),
+//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited_ref(&key),
 //!             Err(_) => queue.forget(&key),
 //!         }
 //!         // Dropping `key` (a WorkItem) calls `done`, which lets the key be queued
@@ -115,7 +115,6 @@ pub mod coalescing_rate_limiter;
 mod config;
 pub mod delaying_queue;
 mod forward;
-pub mod into_item;
 mod item_map;
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -137,7 +136,6 @@ pub mod work_item;
 pub use bucket_rate_limiter::BucketRateLimiter;
 pub use coalescing_rate_limiter::CoalescingRateLimiter;
 pub use delaying_queue::DelayingQueue;
-pub use into_item::IntoItem;
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
     SettableGaugeMetric, names, set_global_metrics_provider,

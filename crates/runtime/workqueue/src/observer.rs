@@ -92,7 +92,7 @@ mod tests {
         let item = queue.get().await.unwrap();
         queue.add("a");
         drop(item);
-        queue.add("b");
+        queue.add_ref(&"b");
 
         assert_eq!(
             *seen.0.lock().unwrap(),

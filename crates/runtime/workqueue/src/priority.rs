@@ -32,6 +32,7 @@
 //!   it had, as controller-runtime's reconcile loop does.
 //! * The delaying and rate-limiting layers take a priority too
 //!   ([`DelayingQueue::add_after_with_priority`],
+//!   [`RateLimitingQueue::add_rate_limited_with_priority`],
 //!   [`RateLimitingQueue::add_with_opts`]): an item waiting for its time keeps the
 //!   earliest ready time and the highest priority it was given, and is added at that
 //!   priority when it is due. Items become ready in order of their ready time, so
@@ -106,6 +107,7 @@
 //! [`WorkItem::priority`]: crate::WorkItem::priority
 //! [`ItemState::ProcessingDirty`]: crate::ItemState::ProcessingDirty
 //! [`DelayingQueue::add_after_with_priority`]: crate::DelayingQueue::add_after_with_priority
+//! [`RateLimitingQueue::add_rate_limited_with_priority`]: crate::RateLimitingQueue::add_rate_limited_with_priority
 //! [`RateLimitingQueue::add_with_opts`]: crate::RateLimitingQueue::add_with_opts
 
 /// The priority of [`Queue::add`](crate::Queue::add) and of every method without a

@@ -9,17 +9,10 @@
 //! base delay again. Forgetting only resets the backoff: the worker must still call
 //! `done` (or drop its [`WorkItem`](crate::WorkItem)).
 //!
-//! # Adding: client-go's three verbs and one call with options
-//!
-//! client-go's queues have three verbs, and so do ours: `add` (at once), `add_after`
-//! (after a delay) and `add_rate_limited` (after the limiter's backoff). Everything
-//! else - a delay *and* a priority, a backoff at a priority - is one call,
-//! [`add_with_opts`](RateLimitingQueue::add_with_opts) with [`AddOpts`], as
-//! controller-runtime's priority queue has `AddWithOpts(AddOpts{After, RateLimited,
-//! Priority}, items...)`: what a reconcile loop needs to requeue a key the way it got
-//! it. (The plain and delaying queues have the options they support:
-//! `add_with_priority` and `add_after_with_priority`.) Every one of them takes the
-//! item by value or by reference ([`IntoItem`](crate::IntoItem)).
+//! With [priorities](crate::priority), [`AddOpts`] and
+//! [`add_with_opts`](RateLimitingQueue::add_with_opts) are controller-runtime's
+//! `AddWithOpts`: one call for "add, after a delay and/or with backoff, at this
+//! priority", what a reconcile loop needs to requeue a key the way it got it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -92,17 +85,34 @@ impl<T: Item> RateLimitingQueue<T> {
     }
 
     /// Adds `item` after the delay the rate limiter decides: client-go's
-    /// `AddRateLimited`. Call it when processing `item` failed. A worker passes the
-    /// item it holds (`queue.add_rate_limited(&item)`): it is cloned only if it is
+    /// `AddRateLimited`. Call it when processing `item` failed.
+    pub fn add_rate_limited(&self, item: T) {
+        let delay = self.limiter.when(&item);
+        self.queue.add_after(item, delay);
+    }
+
+    /// [`add_rate_limited`](Self::add_rate_limited) for an item held by reference
+    /// (a worker's [`WorkItem`](crate::WorkItem)): the item is cloned only if it is
     /// stored, not when it is already waiting to be retried earlier.
-    pub fn add_rate_limited<'a>(&self, item: impl crate::IntoItem<'a, T>) {
-        self.add_with_opts(
-            item,
-            AddOpts {
-                rate_limited: true,
-                ..AddOpts::default()
-            },
-        );
+    pub fn add_rate_limited_ref(&self, item: &T) {
+        let delay = self.limiter.when(item);
+        self.queue.add_after_ref(item, delay);
+    }
+
+    /// [`add_rate_limited`](Self::add_rate_limited) at `priority`: the item waits
+    /// out its backoff, then is added at `priority` (or higher, if it is waiting
+    /// already with a higher one).
+    pub fn add_rate_limited_with_priority(&self, item: T, priority: i32) {
+        let delay = self.limiter.when(&item);
+        self.queue.add_after_with_priority(item, delay, priority);
+    }
+
+    /// [`add_rate_limited_with_priority`](Self::add_rate_limited_with_priority) for
+    /// an item held by reference (cloned only if it is stored).
+    pub fn add_rate_limited_with_priority_ref(&self, item: &T, priority: i32) {
+        let delay = self.limiter.when(item);
+        self.queue
+            .add_after_with_priority_ref(item, delay, priority);
     }
 
     /// Adds `item` as `opts` say: controller-runtime's `AddWithOpts`.
@@ -131,20 +141,19 @@ impl<T: Item> RateLimitingQueue<T> {
     /// assert_eq!(item.priority(), priority::LOW);
     /// # }
     /// ```
-    pub fn add_with_opts<'a>(&self, item: impl crate::IntoItem<'a, T>, opts: AddOpts) {
-        let item = item.into_item();
+    pub fn add_with_opts(&self, item: &T, opts: AddOpts) {
         let mut delay = opts.after;
         if opts.rate_limited {
-            let backoff = self.limiter.when(&item);
+            let backoff = self.limiter.when(item);
             if delay.is_zero() || backoff < delay {
                 delay = backoff;
             }
         } else if delay.is_zero() {
-            self.queue.add_with_priority(item, opts.priority);
+            self.queue.add_with_priority_ref(item, opts.priority);
             return;
         }
         self.queue
-            .add_after_with_priority(item, delay, opts.priority);
+            .add_after_with_priority_ref(item, delay, opts.priority);
     }
 
     /// Resets `item`'s backoff: client-go's `Forget`. Call it when processing
@@ -170,11 +179,32 @@ impl<T: Item> RateLimitingQueue<T> {
     }
 
     /// Adds `item` once `delay` has passed: client-go's `AddAfter`, see
-    /// [`DelayingQueue::add_after`]. With a priority too:
-    /// [`add_with_opts`](Self::add_with_opts).
+    /// [`DelayingQueue::add_after`].
     #[inline]
-    pub fn add_after<'a>(&self, item: impl crate::IntoItem<'a, T>, delay: Duration) {
+    pub fn add_after(&self, item: T, delay: Duration) {
         self.queue.add_after(item, delay)
+    }
+
+    /// [`add_after`](Self::add_after) for an item held by reference: see
+    /// [`DelayingQueue::add_after_ref`].
+    #[inline]
+    pub fn add_after_ref(&self, item: &T, delay: Duration) {
+        self.queue.add_after_ref(item, delay)
+    }
+
+    /// [`add_after`](Self::add_after) at `priority`: see
+    /// [`DelayingQueue::add_after_with_priority`].
+    #[inline]
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
+        self.queue.add_after_with_priority(item, delay, priority)
+    }
+
+    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
+    /// reference: see [`DelayingQueue::add_after_with_priority_ref`].
+    #[inline]
+    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
+        self.queue
+            .add_after_with_priority_ref(item, delay, priority)
     }
 
     /// The number of items waiting for their ready time: see
@@ -202,17 +232,4 @@ pub struct AddOpts {
     /// already dirty or waiting keeps the higher of its two priorities.
     /// controller-runtime's `*int`, where `nil` means 0: here `0` is the default.
     pub priority: i32,
-}
-
-impl AddOpts {
-    /// A retry after a failure, at `priority`: the rate limiter's backoff, then an
-    /// add at that priority (what a worker does with a failed item, so that a
-    /// low-priority key stays behind the keys users changed).
-    pub fn rate_limited_at(priority: i32) -> Self {
-        Self {
-            rate_limited: true,
-            priority,
-            ..Self::default()
-        }
-    }
 }

@@ -106,14 +106,14 @@ impl<'q, T: Item> WorkItem<'q, T> {
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() {
-    /// use workqueue::{AddOpts, RateLimitingQueue, priority};
+    /// use workqueue::{RateLimitingQueue, priority};
     ///
     /// let queue = RateLimitingQueue::with_default_rate_limiter("example");
     /// queue.add_with_priority("default/listed".to_string(), priority::LOW);
     /// let item = queue.get().await.unwrap();
     /// assert_eq!(item.priority(), priority::LOW);
     /// // Processing failed: retry later, still behind the objects users change.
-    /// queue.add_with_opts(&item, AddOpts::rate_limited_at(item.priority()));
+    /// queue.add_rate_limited_with_priority_ref(&item, item.priority());
     /// item.done();
     /// let retry = queue.get().await.unwrap();
     /// assert_eq!((retry.as_str(), retry.priority()), ("default/listed", priority::LOW));

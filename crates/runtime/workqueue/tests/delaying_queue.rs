@@ -1,9 +1,5 @@
 //! `add_after` rules, with paused Tokio time: every timing is exact.
 
-// Some adds pass `&"key"` on purpose: the by-reference path (clone only if stored,
-// `workqueue::IntoItem`) is under test as much as the by-value one.
-#![allow(clippy::needless_borrows_for_generic_args)]
-
 use std::time::Duration;
 
 use tokio::time::{Instant, advance, sleep};
@@ -204,7 +200,7 @@ async fn moving_an_item_earlier_again_and_again_fires_it_once() {
     // Each add_after moves "a" 1 ms earlier: every move leaves a stale timer entry.
     for i in 0..5_000u32 {
         q.add_after("a", Duration::from_secs(10) - i * MS);
-        q.add_after(&"b", Duration::from_secs(20));
+        q.add_after_ref(&"b", Duration::from_secs(20));
     }
     assert_eq!(q.waiting_len(), 2);
     let start = Instant::now();

@@ -4,10 +4,6 @@
 //! the two must agree on what is in line, in what order and at which priority, what
 //! is held, and what waits for its time.
 
-// Some adds pass `&"key"` on purpose: the by-reference path (clone only if stored,
-// `workqueue::IntoItem`) is under test as much as the by-value one.
-#![allow(clippy::needless_borrows_for_generic_args)]
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -24,7 +20,7 @@ const STEPS_MS: [u64; 3] = [5, 10, 20];
 #[derive(Debug, Clone)]
 enum Op {
     Add(u8),
-    /// Add by reference, `add(&k)` (the item is cloned only if stored).
+    /// Add through `add_ref` (the item is cloned only if stored).
     AddRef(u8),
     /// `add_with_priority` (or its `_ref` form) at `PRIORITIES[p]`.
     AddWithPriority(u8, usize, bool),
@@ -224,13 +220,13 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 model.add(k, 0);
             }
             Op::AddRef(k) => {
-                queue.add(&k);
+                queue.add_ref(&k);
                 model.add(k, 0);
             }
             Op::AddWithPriority(k, p, by_ref) => {
                 let p = PRIORITIES[p];
                 if by_ref {
-                    queue.add_with_priority(&k, p);
+                    queue.add_with_priority_ref(&k, p);
                 } else {
                     queue.add_with_priority(k, p);
                 }

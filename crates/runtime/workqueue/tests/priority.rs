@@ -1,10 +1,6 @@
 //! Priorities (controller-runtime's priority queue, priorityqueue_test.go territory) on
 //! top of client-go's rules, with paused Tokio time where delays are involved.
 
-// Some adds pass `&"key"` on purpose: the by-reference path (clone only if stored,
-// `workqueue::IntoItem`) is under test as much as the by-value one.
-#![allow(clippy::needless_borrows_for_generic_args)]
-
 use std::time::Duration;
 
 use tokio::time::{Instant, advance};
@@ -38,7 +34,7 @@ fn higher_priority_is_handed_out_first() {
     q.add("changed");
     q.add_with_priority("urgent", 5);
     q.add_with_priority("other-listed", LOW);
-    q.add(&"changed-too");
+    q.add_ref(&"changed-too");
     assert_eq!(q.len(), 5);
     assert_eq!(
         drain(&q),
@@ -230,7 +226,7 @@ fn a_freed_and_reused_slot_is_not_taken_for_its_stale_place() {
 async fn work_items_tell_their_priority() {
     let q = Queue::new();
     q.add_with_priority("a".to_string(), 3);
-    q.add_with_priority(&"b".to_string(), LOW);
+    q.add_with_priority_ref(&"b".to_string(), LOW);
     let a = q.get_owned().await.unwrap();
     assert_eq!((a.as_str(), a.priority()), ("a", 3));
     let b = q.get().await.unwrap();
@@ -284,7 +280,7 @@ async fn add_after_keeps_the_earliest_time_and_the_highest_priority() {
     let q = DelayingQueue::new();
     q.add_after_with_priority("a", 100 * MS, DEFAULT);
     q.add_after_with_priority("a", 300 * MS, 5); // later: only the priority counts
-    q.add_after_with_priority(&"b", 50 * MS, 7);
+    q.add_after_with_priority_ref(&"b", 50 * MS, 7);
     q.add_after_with_priority("b", 20 * MS, LOW); // earlier: keeps priority 7
     assert_eq!(q.waiting_len(), 2);
     q.add("c");
@@ -349,8 +345,8 @@ async fn rate_limited_adds_with_a_priority() {
     ));
     q.add_with_priority("listed", LOW);
     let start = Instant::now();
-    q.add_with_opts("failed", AddOpts::rate_limited_at(5));
-    q.add_with_opts(&"other", AddOpts::rate_limited_at(DEFAULT));
+    q.add_rate_limited_with_priority("failed", 5);
+    q.add_rate_limited_with_priority_ref(&"other", DEFAULT);
     assert_eq!((q.len(), q.waiting_len()), (1, 2));
     assert_eq!(q.num_requeues(&"failed"), 1);
 
@@ -433,14 +429,7 @@ async fn a_fifo_queue_hears_every_priority_as_zero() {
     q.add_with_priority("listed", LOW);
     q.add("changed");
     q.add_with_priority("urgent", 5);
-    q.add_with_opts(
-        "later",
-        AddOpts {
-            after: MS,
-            priority: 7,
-            ..AddOpts::default()
-        },
-    );
+    q.add_after_with_priority("later", MS, 7);
     advance(2 * MS).await;
     settle().await;
     assert_eq!(

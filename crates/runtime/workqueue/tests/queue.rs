@@ -316,10 +316,10 @@ async fn owned_work_item_moves_into_a_spawned_task() {
 fn add_ref_clones_only_when_storing() {
     let q: Queue<Arc<str>> = Queue::new();
     let key: Arc<str> = Arc::from("ns/a");
-    q.add(&key);
+    q.add_ref(&key);
     assert_eq!(Arc::strong_count(&key), 2, "stored: one clone");
     for _ in 0..10 {
-        q.add(&key);
+        q.add_ref(&key);
     }
     assert_eq!(Arc::strong_count(&key), 2, "already queued: no clone");
     let item = q.try_get().unwrap();
@@ -328,7 +328,7 @@ fn add_ref_clones_only_when_storing() {
         2,
         "the guard lends the stored item"
     );
-    q.add(&key);
+    q.add_ref(&key);
     assert_eq!(Arc::strong_count(&key), 2, "dirty while held: no clone");
     item.done();
     assert_eq!(

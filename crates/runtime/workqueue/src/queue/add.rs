@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use std::hash::BuildHasher;
 
 use super::{Item, ItemState, Queue};
-use crate::IntoItem;
 use crate::observer::AddOutcome;
 use crate::priority;
 use crate::slots::Found;
@@ -21,17 +20,22 @@ impl<T: Item> Queue<T> {
     /// Adds at priority [`DEFAULT`](priority::DEFAULT) (0): the same as
     /// [`add_with_priority`](Self::add_with_priority)`(item, 0)`.
     ///
-    /// `item` is a `T` or a `&T` ([`IntoItem`]): by reference, it is cloned only
-    /// when the queue stores it, so re-adding an item that is already waiting costs
-    /// no clone at all.
-    pub fn add<'a>(&self, item: impl IntoItem<'a, T>) {
-        self.add_with_priority(item, priority::DEFAULT);
+    /// When you hold the item by reference, [`add_ref`](Self::add_ref) saves the
+    /// clone whenever the item is already known.
+    pub fn add(&self, item: T) {
+        self.add_cow(Cow::Owned(item), priority::DEFAULT);
+    }
+
+    /// [`add`](Self::add) for an item held by reference: the item is cloned only if
+    /// the queue stores it (it was not dirty yet), so re-adding an item that is
+    /// already waiting costs no clone at all (for `Arc<str>` keys, no reference-count
+    /// traffic; for `String` keys, no allocation).
+    pub fn add_ref(&self, item: &T) {
+        self.add_cow(Cow::Borrowed(item), priority::DEFAULT);
     }
 
     /// [`add`](Self::add) at `priority` (higher is handed out first):
-    /// controller-runtime's `AddWithOpts(AddOpts{Priority: &priority}, item)`, the one
-    /// option a plain queue has (the delaying and rate-limiting queues add `after`
-    /// and `rate_limited`: [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts)).
+    /// controller-runtime's `AddWithOpts(AddOpts{Priority: &priority}, item)`.
     ///
     /// * Waiting in line already: keeps the higher of the two priorities; when this
     ///   one is higher, the item moves to the end of the line of its new priority.
@@ -40,8 +44,17 @@ impl<T: Item> Queue<T> {
     ///   at the highest priority it was added with since it was handed out.
     ///
     /// See the [`priority`] module for why and when.
-    pub fn add_with_priority<'a>(&self, item: impl IntoItem<'a, T>, priority: i32) {
-        let item = item.into_item();
+    pub fn add_with_priority(&self, item: T, priority: i32) {
+        self.add_cow(Cow::Owned(item), priority);
+    }
+
+    /// [`add_with_priority`](Self::add_with_priority) for an item held by reference
+    /// (cloned only if the queue stores it, as [`add_ref`](Self::add_ref)).
+    pub fn add_with_priority_ref(&self, item: &T, priority: i32) {
+        self.add_cow(Cow::Borrowed(item), priority);
+    }
+
+    fn add_cow(&self, item: Cow<'_, T>, priority: i32) {
         // Hash before locking: the lock is held for the shortest possible time.
         self.add_hashed(self.shared.hasher.hash_one(&*item), item, priority);
     }
