@@ -27,7 +27,7 @@ use controller::{controller_owner_key, event_priority, get_controller_of};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Resource;
 use tracing::{debug, warn};
-use workqueue::RateLimitingQueue;
+use workqueue::{AddOpts, RateLimitingQueue};
 
 /// Foo add/update -> enqueue the Foo (sample-controller's `enqueueFoo`).
 pub struct FooHandler {
@@ -42,7 +42,13 @@ impl FooHandler {
 
     fn enqueue(&self, foo: &Foo, priority: i32) {
         match meta_namespace_key(foo) {
-            Ok(key) => self.queue.add_with_priority(key, priority),
+            Ok(key) => self.queue.add_with_opts(
+                key,
+                AddOpts {
+                    priority,
+                    ..AddOpts::default()
+                },
+            ),
             Err(err) => warn!(error = %err, "cannot compute a key for a Foo; skipping it"),
         }
     }
@@ -88,7 +94,13 @@ impl DeploymentHandler {
         match self.foos.get_by_key(&key) {
             Ok(foo) if foo.meta().uid.as_deref() == owner_uid => {
                 debug!(foo = %key, deployment = ?deployment.metadata.name, "Deployment changed; enqueueing its Foo");
-                self.queue.add_with_priority(key, priority);
+                self.queue.add_with_opts(
+                    key,
+                    AddOpts {
+                        priority,
+                        ..AddOpts::default()
+                    },
+                );
             }
             _ => {
                 debug!(foo = %key, deployment = ?deployment.metadata.name, "ignoring orphaned Deployment")

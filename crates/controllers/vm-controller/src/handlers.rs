@@ -21,7 +21,7 @@ use apis::cloudnative::v1alpha1::VirtualMachine;
 use cache::{DeletedObject, EventHandler, meta_namespace_key};
 use controller::event_priority;
 use tracing::{debug, warn};
-use workqueue::RateLimitingQueue;
+use workqueue::{AddOpts, RateLimitingQueue};
 
 /// VirtualMachine add/update -> enqueue its key.
 #[derive(Debug, Clone)]
@@ -37,7 +37,13 @@ impl VirtualMachineHandler {
 
     fn enqueue(&self, vm: &VirtualMachine, priority: i32) {
         match meta_namespace_key(vm) {
-            Ok(key) => self.queue.add_with_priority(key, priority),
+            Ok(key) => self.queue.add_with_opts(
+                key,
+                AddOpts {
+                    priority,
+                    ..AddOpts::default()
+                },
+            ),
             Err(err) => {
                 warn!(error = %err, "cannot compute a key for a VirtualMachine; skipping it")
             }

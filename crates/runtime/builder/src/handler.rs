@@ -28,7 +28,7 @@ use controller::{controller_owner_key, event_priority};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use tracing::{trace, warn};
-use workqueue::RateLimitingQueue;
+use workqueue::{AddOpts, RateLimitingQueue};
 
 use crate::predicate::BoxPredicate;
 use crate::reconcile::Request;
@@ -149,7 +149,13 @@ where
             .collect();
         for request in requests {
             trace!(event, kind = %K::kind(&Default::default()), %request, "enqueue");
-            self.queue.add_with_priority(request.key(), priority);
+            self.queue.add_with_opts(
+                request.key(),
+                AddOpts {
+                    priority,
+                    ..AddOpts::default()
+                },
+            );
         }
     }
 }

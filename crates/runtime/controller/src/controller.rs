@@ -47,7 +47,7 @@ use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
-use workqueue::RateLimitingQueue;
+use workqueue::{AddOpts, RateLimitingQueue};
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
@@ -71,7 +71,7 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 /// ```
 /// use controller::{Action, Controller, SyncHandler};
 /// use tokio_util::sync::CancellationToken;
-/// use workqueue::RateLimitingQueue;
+/// use workqueue::{AddOpts, RateLimitingQueue};
 ///
 /// struct Hello;
 /// impl SyncHandler for Hello {
@@ -334,13 +334,18 @@ impl<H: SyncHandler> Controller<H> {
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
                 steps::requeued(&self.name, &traced, "requeue_after", millis(after));
-                self.queue.add_after_with_priority_ref(key, after, priority);
+                let opts = AddOpts {
+                    after,
+                    priority,
+                    ..AddOpts::default()
+                };
+                self.queue.add_with_opts(key, opts);
                 debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
             }
             Ok(Err(err)) => {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
-                self.queue.add_rate_limited_with_priority_ref(key, priority);
+                self.queue.add_with_opts(key, retry_opts(priority));
                 steps::requeued(&self.name, &traced, "error", retries(&self.queue, key));
                 error!(
                     controller = %self.name,
@@ -351,7 +356,7 @@ impl<H: SyncHandler> Controller<H> {
                 );
             }
             Err(panic) => {
-                self.queue.add_rate_limited_with_priority_ref(key, priority);
+                self.queue.add_with_opts(key, retry_opts(priority));
                 steps::requeued(&self.name, &traced, "panic", retries(&self.queue, key));
                 error!(
                     controller = %self.name,
@@ -376,6 +381,17 @@ impl<H> Controller<H> {
             None => true,
             Some(freshness) => freshness.check_or_park(&self.name, key, priority, &self.queue),
         }
+    }
+}
+
+/// How a failed (or panicked) sync puts its key back: with backoff, at the priority
+/// it was handed out with (controller-runtime's
+/// `AddWithOpts(AddOpts{RateLimited: true, Priority: &priority}, key)`).
+fn retry_opts(priority: i32) -> AddOpts {
+    AddOpts {
+        rate_limited: true,
+        priority,
+        ..AddOpts::default()
     }
 }
 

@@ -89,7 +89,7 @@ use kube::Resource;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 use tracing::{debug, info};
-use workqueue::RateLimitingQueue;
+use workqueue::{AddOpts, RateLimitingQueue};
 
 use crate::metrics::{FreshnessResult, observe_freshness};
 
@@ -424,7 +424,12 @@ impl Freshness {
             freshness.inner.parked.lock().remove(&key);
             observe(&controller, &key, outcome);
             if let FreshnessOutcome::Stale { waited } = outcome {
-                queue.add_rate_limited_with_priority_ref(&key, priority);
+                let retry = AddOpts {
+                    rate_limited: true,
+                    priority,
+                    ..AddOpts::default()
+                };
+                queue.add_with_opts(&key, retry);
                 info!(
                     controller = %controller,
                     key = %key,
@@ -433,7 +438,13 @@ impl Freshness {
                     "the informers have not seen this key's last write yet; requeued with backoff instead of syncing a stale cache"
                 );
             } else {
-                queue.add_with_priority(key, priority);
+                queue.add_with_opts(
+                    key,
+                    AddOpts {
+                        priority,
+                        ..AddOpts::default()
+                    },
+                );
             }
         });
         false

@@ -73,20 +73,25 @@ struct NamePriorityLabels {
 /// The eight workqueue metric families; a [`workqueue::MetricsProvider`].
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// use std::sync::Arc;
-/// use workqueue::{Queue, QueueConfig};
+/// use workqueue::{AddOpts, QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 ///
 /// let registry = metrics::Registry::new();
 /// let provider = metrics::WorkqueueMetrics::new(&registry);
 /// // In a binary: provider.install_global(); here, for this queue only:
-/// let queue = Queue::with_config(QueueConfig::named("foos").with_metrics_provider(Arc::new(provider)));
+/// let config = QueueConfig::named("foos").with_metrics_provider(Arc::new(provider));
+/// let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
 /// queue.add("default/a".to_string());
-/// queue.add_with_priority("default/b".to_string(), workqueue::priority::LOW);
+/// let low = AddOpts { priority: workqueue::priority::LOW, ..AddOpts::default() };
+/// queue.add_with_opts("default/b".to_string(), low);
 /// let text = registry.encode().unwrap();
 /// assert!(text.contains("workqueue_depth{name=\"foos\"} 2\n"));
 /// assert!(text.contains("workqueue_adds_total{name=\"foos\"} 2\n"));
 /// assert!(text.contains("workqueue_depth_with_priority{name=\"foos\",priority=\"0\"} 1\n"));
 /// assert!(text.contains("workqueue_depth_with_priority{name=\"foos\",priority=\"-100\"} 1\n"));
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct WorkqueueMetrics {

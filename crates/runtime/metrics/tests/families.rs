@@ -21,7 +21,10 @@ use metrics::{
 };
 use tokio::time::advance;
 use tokio_util::sync::CancellationToken;
-use workqueue::{ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue, priority};
+use workqueue::{
+    AddOpts, ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue,
+    default_controller_rate_limiter, priority,
+};
 
 fn value(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
     let text = registry.encode().unwrap();
@@ -124,9 +127,13 @@ async fn workqueue_depth_with_priority_follows_a_real_queue() {
     let at = |p: &'static str| [("name", "prio"), ("priority", p)];
     let depth = |p| value(&registry, "workqueue_depth_with_priority", &at(p));
 
+    let low = AddOpts {
+        priority: priority::LOW,
+        ..AddOpts::default()
+    };
     queue.add("changed".to_string());
-    queue.add_with_priority("listed-1".to_string(), priority::LOW);
-    queue.add_with_priority("listed-2".to_string(), priority::LOW);
+    queue.add_with_opts("listed-1".to_string(), low);
+    queue.add_with_opts("listed-2".to_string(), low);
     assert_eq!((depth("0"), depth("-100")), (1.0, 2.0));
     // The plain depth is still client-go's, across priorities.
     assert_eq!(
@@ -142,7 +149,12 @@ async fn workqueue_depth_with_priority_follows_a_real_queue() {
     assert_eq!((first.as_str(), first.priority()), ("changed", 0));
     assert_eq!(depth("0"), 1.0);
     // A failure requeued at the priority it had: counted once it is due.
-    queue.add_rate_limited_with_priority_ref(&first, first.priority());
+    let retry = AddOpts {
+        rate_limited: true,
+        priority: first.priority(),
+        ..AddOpts::default()
+    };
+    queue.add_with_opts(&first, retry);
     first.done();
     assert_eq!(depth("0"), 1.0);
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -163,12 +175,19 @@ async fn workqueue_depth_with_priority_follows_a_real_queue() {
 async fn workqueue_depth_with_priority_labels_a_bounded_number_of_priorities() {
     let registry = Registry::new();
     let provider = Arc::new(WorkqueueMetrics::new(&registry));
-    let queue =
-        workqueue::Queue::with_config(QueueConfig::named("many").with_metrics_provider(provider));
+    // Priorities are given with `RateLimitingQueue::add_with_opts`.
+    let queue = RateLimitingQueue::with_config(
+        default_controller_rate_limiter(),
+        QueueConfig::named("many").with_metrics_provider(provider),
+    );
     let extra = 5;
     let priorities = (0..(MAX_PRIORITY_LABELS + extra) as i32).map(|p| p * 10);
     for p in priorities.clone() {
-        queue.add_with_priority(p, p);
+        let opts = AddOpts {
+            priority: p,
+            ..AddOpts::default()
+        };
+        queue.add_with_opts(p, opts);
     }
     let text = registry.encode().unwrap();
     let series = parse_samples(&text)

@@ -32,7 +32,7 @@ async fn installed_providers_feed_one_registry_and_only_the_first_install_counts
 
     // A queue made the usual way, with no provider of its own.
     let queue: RateLimitingQueue<String> = RateLimitingQueue::with_default_rate_limiter("global-q");
-    queue.add("k".into());
+    queue.add("k".to_string());
 
     // A reflector made the usual way (as an informer makes it), listing in pages so
     // that exactly one list and one watch are counted.

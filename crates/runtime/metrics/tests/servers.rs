@@ -40,8 +40,8 @@ async fn metrics_endpoint_shows_workqueue_and_reconcile_series_after_work() {
     let serving = tokio::spawn(server.serve(cancel.clone()));
 
     // Some work: two keys, one sync succeeds, one fails and is retried.
-    queue.add("default/a".into());
-    queue.add("default/b".into());
+    queue.add("default/a".to_string());
+    queue.add("default/b".to_string());
     let a = queue.get().await.unwrap();
     metrics
         .reconcile

@@ -5,8 +5,8 @@
 //! Keys are `Arc<str>` `"ns-<i % 100>/name-<i>"` built before the timer starts (the
 //! same strings the Go benchmark uses). Both sides add a key they already hold the
 //! way their API makes natural: Go passes the string header by value (no copy of the
-//! bytes, no reference count), Rust passes a reference with `add_ref` /
-//! `add_after_ref`, and the queue clones the key only when it stores it (a
+//! bytes, no reference count), Rust passes a reference, `add(&key)` /
+//! `add_after(&key, d)`, and the queue clones the key only when it stores it (a
 //! reference-count increment for `Arc<str>`, an allocation and a copy for `String`):
 //! a re-add of a waiting key clones nothing, as in Go. `single_worker/arc_str_owned`
 //! keeps the by-value form, `add(key.clone())`, where the caller pays the clone and
@@ -85,7 +85,7 @@ fn single_worker(c: &mut Criterion) {
             rt.block_on(async {
                 let start = Instant::now();
                 for i in 0..iters as usize {
-                    queue.add_ref(&keys[i % NUM_KEYS]);
+                    queue.add(&keys[i % NUM_KEYS]);
                     let item = queue.get().await.expect("not shut down");
                     black_box(&*item);
                     item.done();
@@ -117,7 +117,7 @@ fn single_worker(c: &mut Criterion) {
             rt.block_on(async {
                 let start = Instant::now();
                 for i in 0..iters as usize {
-                    queue.add_ref(&string_keys[i % NUM_KEYS]);
+                    queue.add(&string_keys[i % NUM_KEYS]);
                     let item = queue.get().await.expect("not shut down");
                     black_box(&*item);
                     item.done();
@@ -135,7 +135,7 @@ fn single_worker(c: &mut Criterion) {
             rt.block_on(async {
                 let start = Instant::now();
                 for i in 0..iters as usize {
-                    queue.add_ref(&keys[i % NUM_KEYS]);
+                    queue.add(&keys[i % NUM_KEYS]);
                     let item = queue.get().await.expect("not shut down");
                     queue.forget(&item);
                     item.done();
@@ -161,7 +161,7 @@ fn dedup_heavy(c: &mut Criterion) {
                 for _ in 0..iters {
                     for _ in 0..DEDUP_REPEATS {
                         for k in &keys {
-                            queue.add_ref(k);
+                            queue.add(k);
                         }
                     }
                     for _ in 0..DEDUP_BATCH {
@@ -221,7 +221,7 @@ fn two_producers_two_workers(c: &mut Criterion) {
                         let pool = Arc::clone(&pool);
                         tokio::spawn(async move {
                             for (j, k) in pool[range].iter().enumerate() {
-                                queue.add_ref(k);
+                                queue.add(k);
                                 if j % YIELD_EVERY == YIELD_EVERY - 1 {
                                     tokio::task::yield_now().await;
                                 }
@@ -272,7 +272,7 @@ fn add_after_100k_pending(c: &mut Criterion) {
                     let queue = prefilled();
                     let start = Instant::now();
                     for (k, d) in new_keys[..run].iter().zip(&new_delays) {
-                        queue.add_after_ref(k, *d);
+                        queue.add_after(k, *d);
                     }
                     total += start.elapsed();
                     queue.shut_down();
@@ -296,7 +296,7 @@ fn add_after_100k_pending(c: &mut Criterion) {
             let start = Instant::now();
             for i in 0..iters as usize {
                 let j = i % PENDING;
-                queue.add_after_ref(&pending_keys[j], later[j]);
+                queue.add_after(&pending_keys[j], later[j]);
             }
             start.elapsed()
         });

@@ -96,7 +96,7 @@ async fn scenario(
                     *healed_sync.lock() = Some(Instant::now());
                     queue.forget(&item);
                 } else {
-                    queue.add_rate_limited_ref(&item);
+                    queue.add_rate_limited(&item);
                 }
             }
         }

@@ -16,7 +16,7 @@
 //! the difference of the totals by the difference of the counts: that is the cost
 //! of one operation.
 //!
-//! `WQ_ADD=ref` adds with `add_ref(&key)` / `add_after_ref` instead of
+//! `WQ_ADD=ref` adds by reference, `add(&key)` / `add_after(&key, ..)`, instead of by value,
 //! `add(key.clone())` / `add_after(key.clone(), ..)`.
 //!
 //! With a third argument `min`, a scenario instead times many short runs of `n`
@@ -68,7 +68,7 @@ fn two_by_two(n: usize, runs: usize) {
     many_by_many(n, runs, 2, 2, 2);
 }
 
-/// `WQ_ADD=ref`: add with `add_ref(&key)` instead of `add(key.clone())`.
+/// `WQ_ADD=ref`: add with `add(&key)` instead of `add(key.clone())`.
 fn by_ref() -> bool {
     std::env::var("WQ_ADD").is_ok_and(|v| v == "ref")
 }
@@ -112,7 +112,7 @@ fn many_by_many(n: usize, runs: usize, threads: usize, producers: usize, workers
                     tokio::spawn(async move {
                         for (j, k) in pool[range].iter().enumerate() {
                             if by_ref {
-                                queue.add_ref(k);
+                                queue.add(k);
                             } else {
                                 queue.add(k.clone());
                             }
@@ -171,7 +171,7 @@ fn main() {
                 let mut run = async || {
                     for _ in 0..n {
                         if by_ref {
-                            queue.add_ref(&keys[i % keys.len()]);
+                            queue.add(&keys[i % keys.len()]);
                         } else {
                             queue.add(keys[i % keys.len()].clone());
                         }
@@ -191,7 +191,7 @@ fn main() {
                 let mut i = 0;
                 let mut run = async || {
                     for _ in 0..n {
-                        queue.add_ref(&keys[i % keys.len()]);
+                        queue.add(&keys[i % keys.len()]);
                         let item = queue.try_get().expect("queued");
                         black_box(&*item);
                         item.done();
@@ -221,7 +221,7 @@ fn main() {
                 let mut run = async || {
                     for _ in 0..n {
                         if by_ref {
-                            queue.add_ref(&keys[i % keys.len()]);
+                            queue.add(&keys[i % keys.len()]);
                         } else {
                             queue.add(keys[i % keys.len()].clone());
                         }
@@ -241,7 +241,7 @@ fn main() {
                 let mut run = async || {
                     for _ in 0..n {
                         if by_ref {
-                            queue.add_ref(&keys[i % keys.len()]);
+                            queue.add(&keys[i % keys.len()]);
                         } else {
                             queue.add(keys[i % keys.len()].clone());
                         }
@@ -262,7 +262,7 @@ fn main() {
                         for _ in 0..10 {
                             for k in &keys {
                                 if by_ref {
-                                    queue.add_ref(k);
+                                    queue.add(k);
                                 } else {
                                     queue.add(k.clone());
                                 }
@@ -294,7 +294,7 @@ fn main() {
                     if scenario == "add_after_new" {
                         for (k, d) in new_keys.iter().zip(&new_delays).take(n) {
                             if by_ref {
-                                queue.add_after_ref(k, *d);
+                                queue.add_after(k, *d);
                             } else {
                                 queue.add_after(k.clone(), *d);
                             }
@@ -304,7 +304,7 @@ fn main() {
                             let j = i % pending.len();
                             let later = pending_delays[j] + Duration::from_secs(3600);
                             if by_ref {
-                                queue.add_after_ref(&pending[j], later);
+                                queue.add_after(&pending[j], later);
                             } else {
                                 queue.add_after(pending[j].clone(), later);
                             }

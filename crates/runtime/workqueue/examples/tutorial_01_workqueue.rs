@@ -21,8 +21,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 use workqueue::{
-    CoalescingRateLimiter, ItemExponentialFailureRateLimiter, ItemState, Queue, QueueConfig,
-    RateLimiter, RateLimitingQueue, priority,
+    AddOpts, CoalescingRateLimiter, ItemExponentialFailureRateLimiter, ItemState, Queue,
+    QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter, priority,
 };
 
 /// Prints the example's lines and keeps them, so the chapter's test can compare the
@@ -165,7 +165,7 @@ async fn retries(log: &Log) {
             return log.say("the queue shut down");
         };
         if attempt < 5 {
-            queue.add_rate_limited_ref(&item);
+            queue.add_rate_limited(&item);
             log.at(format!(
                 "sync {} attempt {attempt} failed -> add_rate_limited (requeues {})",
                 *item,
@@ -236,13 +236,22 @@ async fn coalescing(log: &Log) {
 }
 
 /// controller-runtime's priority queue: the initial list at LOW goes behind a real
-/// change; with `with_fifo(true)` the same adds give client-go's order.
+/// change; with `with_fifo(true)` the same adds give client-go's order. A priority is
+/// given with `add_with_opts` (controller-runtime's `AddWithOpts`), the one add method
+/// with options; `add` is client-go's `Add`, at the default priority.
 async fn priorities(log: &Log) {
     log.scene("5. priorities: the initial list waits behind a real change");
     for fifo in [false, true] {
-        let queue = Queue::with_config(QueueConfig::default().with_fifo(fifo));
+        let queue = RateLimitingQueue::with_config(
+            default_controller_rate_limiter(),
+            QueueConfig::default().with_fifo(fifo),
+        );
+        let low = AddOpts {
+            priority: priority::LOW,
+            ..AddOpts::default()
+        };
         for i in 0..5 {
-            queue.add_with_priority(key(&format!("listed-{i}")), priority::LOW);
+            queue.add_with_opts(key(&format!("listed-{i}")), low);
         }
         queue.add(key("changed"));
         queue.add(key("listed-3"));
@@ -257,7 +266,7 @@ async fn priorities(log: &Log) {
         if fifo {
             log.say("with_fifo(true), client-go's FIFO (--fifo-queue), same adds:");
         } else {
-            log.say("restart: add_with_priority(listed-0..4, LOW = -100)");
+            log.say("restart: add_with_opts(listed-0..4, priority LOW = -100)");
             log.say("then watch events: add(changed), add(listed-3) at DEFAULT = 0");
         }
         log.say(format!("  get order: {}", order.join(", ")));

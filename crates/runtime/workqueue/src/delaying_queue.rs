@@ -33,6 +33,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::forward::forward_queue_methods;
+use crate::into_item::IntoItem;
 use crate::metrics::CounterMetric;
 use crate::queue::{Item, Queue, QueueConfig, Shared};
 use crate::spin_lock::Mutex;
@@ -132,33 +133,22 @@ impl<T: Item> DelayingQueue<T> {
     /// waiting, it keeps whichever ready time is earlier. Counts a retry in the
     /// `workqueue_retries_total` metric, like client-go. Adds at priority
     /// [`DEFAULT`](crate::priority::DEFAULT), unless the item is already waiting with
-    /// a higher one.
-    pub fn add_after(&self, item: T, delay: Duration) {
-        self.add_after_cow(Cow::Owned(item), delay, crate::priority::DEFAULT);
+    /// a higher one (given by [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts)).
+    ///
+    /// Takes the item by value or by reference ([`IntoItem`]): by reference, it is
+    /// cloned only if it is stored (not already waiting with an earlier or equal
+    /// ready time).
+    pub fn add_after(&self, item: impl IntoItem<T>, delay: Duration) {
+        self.add_after_at(item.into_item(), delay, crate::priority::DEFAULT);
     }
 
-    /// [`add_after`](Self::add_after) for an item held by reference: cloned only if
-    /// it is stored (not already waiting with an earlier or equal ready time).
-    pub fn add_after_ref(&self, item: &T, delay: Duration) {
-        self.add_after_cow(Cow::Borrowed(item), delay, crate::priority::DEFAULT);
-    }
-
-    /// [`add_after`](Self::add_after) at `priority`: controller-runtime's
-    /// `AddWithOpts(AddOpts{After: delay, Priority: &priority}, item)`.
+    /// `add_after` at `priority`: controller-runtime's
+    /// `AddWithOpts(AddOpts{After: delay, Priority: &priority}, item)`, for
+    /// [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts).
     ///
     /// An item already waiting keeps the earlier ready time and the higher priority,
-    /// and is [added](Queue::add_with_priority) at that priority when due.
-    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
-        self.add_after_cow(Cow::Owned(item), delay, priority);
-    }
-
-    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
-    /// reference (cloned only if it is stored, as [`add_after_ref`](Self::add_after_ref)).
-    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
-        self.add_after_cow(Cow::Borrowed(item), delay, priority);
-    }
-
-    fn add_after_cow(&self, item: Cow<'_, T>, delay: Duration, priority: i32) {
+    /// and is added at that priority when due.
+    pub(crate) fn add_after_at(&self, item: Cow<'_, T>, delay: Duration, priority: i32) {
         if self.queue.shutting_down() {
             return;
         }

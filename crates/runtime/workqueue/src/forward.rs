@@ -34,32 +34,11 @@ macro_rules! forward_queue_methods {
             self.$inner.set_observer(observer)
         }
 
-        /// Adds `item` to be processed: client-go's `Add`, see
-        /// [`Queue::add`](crate::Queue::add).
+        /// Adds `item` to be processed (by value or by reference): client-go's `Add`,
+        /// see [`Queue::add`](crate::Queue::add).
         #[inline]
-        pub fn add(&self, item: T) {
+        pub fn add(&self, item: impl $crate::IntoItem<T>) {
             self.$inner.add(item)
-        }
-
-        /// [`add`](Self::add) for an item held by reference (cloned only if stored):
-        /// see [`Queue::add_ref`](crate::Queue::add_ref).
-        #[inline]
-        pub fn add_ref(&self, item: &T) {
-            self.$inner.add_ref(item)
-        }
-
-        /// [`add`](Self::add) at `priority`: see
-        /// [`Queue::add_with_priority`](crate::Queue::add_with_priority).
-        #[inline]
-        pub fn add_with_priority(&self, item: T, priority: i32) {
-            self.$inner.add_with_priority(item, priority)
-        }
-
-        /// [`add_with_priority`](Self::add_with_priority) for an item held by
-        /// reference: see [`Queue::add_with_priority_ref`](crate::Queue::add_with_priority_ref).
-        #[inline]
-        pub fn add_with_priority_ref(&self, item: &T, priority: i32) {
-            self.$inner.add_with_priority_ref(item, priority)
         }
 
         /// Waits for an item (`None` once shut down and empty): client-go's `Get`,

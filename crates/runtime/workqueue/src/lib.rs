@@ -15,17 +15,28 @@
 //!
 //! Keys can carry a [priority] (controller-runtime's priority queue), so that
 //! the object a user just changed is not stuck behind thousands of keys from a
-//! controller's initial list: [`add_with_priority`](Queue::add_with_priority) and
-//! friends, [`WorkItem::priority`]. Without them the queue is exactly client-go's.
+//! controller's initial list: [`RateLimitingQueue::add_with_opts`] with an
+//! [`AddOpts`], [`WorkItem::priority`]. Without them the queue is exactly client-go's.
+//!
+//! # Adding
+//!
+//! Each Go add call is one method: client-go's `Add`, `AddAfter` and `AddRateLimited`
+//! are [`add`](Queue::add), [`add_after`](DelayingQueue::add_after) and
+//! [`add_rate_limited`](RateLimitingQueue::add_rate_limited), and controller-runtime's
+//! `AddWithOpts(AddOpts{After, RateLimited, Priority}, item)` is
+//! [`add_with_opts`](RateLimitingQueue::add_with_opts)`(item, AddOpts { after,
+//! rate_limited, priority })`. There is one options method, not one method per
+//! combination of options: see the [`rate_limiting_queue`] module. Every add takes
+//! the item by value or by reference ([`IntoItem`]).
 //!
 //! # Performance notes
 //!
 //! * [`Queue::get`] returns a [`WorkItem`] that borrows the queue and lends out the
 //!   stored item: a `get` + `done` clones nothing. [`Queue::get_owned`] (or
 //!   [`WorkItem::into_owned`]) gives an [`OwnedWorkItem`] for a spawned task.
-//! * Add keys you hold by reference with [`Queue::add_ref`],
-//!   [`DelayingQueue::add_after_ref`] and [`RateLimitingQueue::add_rate_limited_ref`]:
-//!   the key is cloned only when the queue stores it, never for a duplicate.
+//! * Pass keys you keep by reference (`queue.add(&key)`,
+//!   `queue.add_rate_limited(&item)`): the key is cloned only when the queue stores
+//!   it, never for a duplicate. A key built for the add is moved in instead.
 //! * Each item is hashed once per add + get + done cycle and stored once; the locks
 //!   are short spin locks (see the `spin_lock` module) with one atomic
 //!   read-modify-write per critical section.
@@ -48,7 +59,7 @@
 //! | `DefaultTypedControllerRateLimiter`    | [`default_controller_rate_limiter`]   |
 //! | (none; kubernetes issue 132805)        | [`CoalescingRateLimiter`]             |
 //! | `MetricsProvider`, `SetProvider`       | [`MetricsProvider`], [`set_global_metrics_provider`] |
-//! | controller-runtime `priorityqueue.AddWithOpts` / `GetWithPriority` / `handler.LowPriority` | [`Queue::add_with_priority`], [`RateLimitingQueue::add_with_opts`] ([`AddOpts`]) / [`WorkItem::priority`] / [`priority::LOW`] |
+//! | controller-runtime `priorityqueue.AddWithOpts` / `GetWithPriority` / `handler.LowPriority` | [`RateLimitingQueue::add_with_opts`] ([`AddOpts`]) / [`WorkItem::priority`] / [`priority::LOW`] |
 //!
 //! # A worker loop
 //!
@@ -76,7 +87,7 @@
 //!             // Success: reset the key's backoff.
 //!             Ok(()) => queue.forget(&key),
 //!             // Failure: retry later, 5 ms, 10 ms, 20 ms, ... (give up after 5).
-//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited_ref(&key),
+//!             Err(_) if queue.num_requeues(&key) < 5 => queue.add_rate_limited(&key),
 //!             Err(_) => queue.forget(&key),
 //!         }
 //!         // Dropping `key` (a WorkItem) calls `done`, which lets the key be queued
@@ -115,6 +126,7 @@ pub mod coalescing_rate_limiter;
 mod config;
 pub mod delaying_queue;
 mod forward;
+pub mod into_item;
 mod item_map;
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -136,6 +148,7 @@ pub mod work_item;
 pub use bucket_rate_limiter::BucketRateLimiter;
 pub use coalescing_rate_limiter::CoalescingRateLimiter;
 pub use delaying_queue::DelayingQueue;
+pub use into_item::IntoItem;
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
     SettableGaugeMetric, names, set_global_metrics_provider,

@@ -59,7 +59,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::{DelayingQueue, Queue};
+    use crate::{AddOpts, DelayingQueue, RateLimitingQueue};
 
     #[derive(Default)]
     struct Seen(Mutex<Vec<String>>);
@@ -81,18 +81,22 @@ mod tests {
 
     #[tokio::test]
     async fn every_add_reports_what_it_did() {
-        let queue = Queue::new();
+        let queue = RateLimitingQueue::with_default_rate_limiter("observed");
         let seen = Arc::new(Seen::default());
         assert!(queue.set_observer(seen.clone()));
         assert!(!queue.set_observer(Arc::new(Seen::default())), "set once");
 
         queue.add("a");
         queue.add("a");
-        queue.add_with_priority("a", 10);
+        let opts = AddOpts {
+            priority: 10,
+            ..AddOpts::default()
+        };
+        queue.add_with_opts("a", opts);
         let item = queue.get().await.unwrap();
         queue.add("a");
         drop(item);
-        queue.add_ref(&"b");
+        queue.add("b");
 
         assert_eq!(
             *seen.0.lock().unwrap(),

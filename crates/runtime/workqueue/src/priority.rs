@@ -18,8 +18,13 @@
 //!
 //! * Among the items in line, the highest priority goes first, and items of one
 //!   priority go in the order they got in line (FIFO).
-//! * [`Queue::add`] and the other methods without a priority add at [`DEFAULT`], so a
-//!   queue where nobody passes a priority behaves exactly like client-go's.
+//! * A priority is given with [`RateLimitingQueue::add_with_opts`]
+//!   (`AddOpts { priority, .. }`), controller-runtime's `AddWithOpts`; client-go's
+//!   verbs ([`Queue::add`], `add_after`, `add_rate_limited`) add at [`DEFAULT`], so a
+//!   queue where nobody passes a priority behaves exactly like client-go's. Only the
+//!   rate-limiting queue takes a priority, as in controller-runtime, whose
+//!   `PriorityQueue` is a rate-limiting queue: it is the queue controllers use, and
+//!   the plain and delaying queues keep client-go's API.
 //! * Adding an item that is already in line keeps the **higher** priority. When the
 //!   new one is higher, the item moves to the **end** of the line of its new priority
 //!   (as in controller-runtime: it joins the items of that priority in FIFO order). An
@@ -30,10 +35,8 @@
 //! * The [`WorkItem`] says which priority the item was handed out with
 //!   ([`WorkItem::priority`]), so a worker can requeue a failed item at the priority
 //!   it had, as controller-runtime's reconcile loop does.
-//! * The delaying and rate-limiting layers take a priority too
-//!   ([`DelayingQueue::add_after_with_priority`],
-//!   [`RateLimitingQueue::add_rate_limited_with_priority`],
-//!   [`RateLimitingQueue::add_with_opts`]): an item waiting for its time keeps the
+//! * A priority combines with a delay and with backoff
+//!   ([`AddOpts::after`], [`AddOpts::rate_limited`]): an item waiting for its time keeps the
 //!   earliest ready time and the highest priority it was given, and is added at that
 //!   priority when it is due. Items become ready in order of their ready time, so
 //!   within a priority they line up by when they became ready, as controller-runtime
@@ -42,12 +45,13 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
-//! use workqueue::{Queue, priority};
+//! use workqueue::{AddOpts, RateLimitingQueue, priority};
 //!
-//! let queue = Queue::new();
+//! let queue = RateLimitingQueue::with_default_rate_limiter("example");
 //! // A restart: the initial list adds every object at low priority...
+//! let low = AddOpts { priority: priority::LOW, ..AddOpts::default() };
 //! for i in 0..1000 {
-//!     queue.add_with_priority(format!("default/listed-{i}"), priority::LOW);
+//!     queue.add_with_opts(format!("default/listed-{i}"), low);
 //! }
 //! // ...then a user changes one object: a watch event, default priority.
 //! queue.add("default/changed".to_string());
@@ -106,12 +110,12 @@
 //! [`WorkItem`]: crate::WorkItem
 //! [`WorkItem::priority`]: crate::WorkItem::priority
 //! [`ItemState::ProcessingDirty`]: crate::ItemState::ProcessingDirty
-//! [`DelayingQueue::add_after_with_priority`]: crate::DelayingQueue::add_after_with_priority
-//! [`RateLimitingQueue::add_rate_limited_with_priority`]: crate::RateLimitingQueue::add_rate_limited_with_priority
 //! [`RateLimitingQueue::add_with_opts`]: crate::RateLimitingQueue::add_with_opts
+//! [`AddOpts::after`]: crate::AddOpts::after
+//! [`AddOpts::rate_limited`]: crate::AddOpts::rate_limited
 
-/// The priority of [`Queue::add`](crate::Queue::add) and of every method without a
-/// priority argument.
+/// The priority of [`Queue::add`](crate::Queue::add), `add_after`,
+/// `add_rate_limited`, and of [`AddOpts::default`](crate::AddOpts).
 pub const DEFAULT: i32 = 0;
 
 /// The priority controller-runtime gives to events from the initial list and from

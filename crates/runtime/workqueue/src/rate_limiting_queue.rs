@@ -9,10 +9,22 @@
 //! base delay again. Forgetting only resets the backoff: the worker must still call
 //! `done` (or drop its [`WorkItem`](crate::WorkItem)).
 //!
-//! With [priorities](crate::priority), [`AddOpts`] and
-//! [`add_with_opts`](RateLimitingQueue::add_with_opts) are controller-runtime's
-//! `AddWithOpts`: one call for "add, after a delay and/or with backoff, at this
-//! priority", what a reconcile loop needs to requeue a key the way it got it.
+//! # Four ways to add
+//!
+//! | Go call                                                  | here                                        |
+//! |----------------------------------------------------------|---------------------------------------------|
+//! | client-go `Add(item)`                                    | [`add`](RateLimitingQueue::add)             |
+//! | client-go `AddAfter(item, d)`                            | [`add_after`](RateLimitingQueue::add_after) |
+//! | client-go `AddRateLimited(item)`                         | [`add_rate_limited`](RateLimitingQueue::add_rate_limited) |
+//! | controller-runtime `AddWithOpts(AddOpts{After, RateLimited, Priority}, item)` | [`add_with_opts`](RateLimitingQueue::add_with_opts)`(item, AddOpts { after, rate_limited, priority })` ([`AddOpts`]) |
+//!
+//! The first three are what a learner meets in every client-go controller, and all
+//! of them add at the default [priority](crate::priority). Anything more (a
+//! priority, a delay and backoff together) is the one options method, as in
+//! controller-runtime's priority queue: one call for "add, after a delay and/or with
+//! backoff, at this priority", what a reconcile loop needs to requeue a key the way
+//! it got it. Every one of them takes the item by value or by reference
+//! ([`IntoItem`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,6 +32,7 @@ use std::time::Duration;
 
 use crate::delaying_queue::DelayingQueue;
 use crate::forward::forward_queue_methods;
+use crate::into_item::IntoItem;
 use crate::queue::{Item, QueueConfig};
 use crate::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 
@@ -86,44 +99,37 @@ impl<T: Item> RateLimitingQueue<T> {
 
     /// Adds `item` after the delay the rate limiter decides: client-go's
     /// `AddRateLimited`. Call it when processing `item` failed.
-    pub fn add_rate_limited(&self, item: T) {
+    ///
+    /// Takes the item by value or by reference ([`IntoItem`]): a worker passes its
+    /// [`WorkItem`](crate::WorkItem) (`queue.add_rate_limited(&item)`), which is
+    /// cloned only if it is stored, not when it is already waiting to be retried
+    /// earlier. Adds at priority [`DEFAULT`](crate::priority::DEFAULT); to requeue
+    /// an item at the priority it was handed out with, use
+    /// [`add_with_opts`](Self::add_with_opts).
+    pub fn add_rate_limited(&self, item: impl IntoItem<T>) {
+        let item = item.into_item();
         let delay = self.limiter.when(&item);
-        self.queue.add_after(item, delay);
-    }
-
-    /// [`add_rate_limited`](Self::add_rate_limited) for an item held by reference
-    /// (a worker's [`WorkItem`](crate::WorkItem)): the item is cloned only if it is
-    /// stored, not when it is already waiting to be retried earlier.
-    pub fn add_rate_limited_ref(&self, item: &T) {
-        let delay = self.limiter.when(item);
-        self.queue.add_after_ref(item, delay);
-    }
-
-    /// [`add_rate_limited`](Self::add_rate_limited) at `priority`: the item waits
-    /// out its backoff, then is added at `priority` (or higher, if it is waiting
-    /// already with a higher one).
-    pub fn add_rate_limited_with_priority(&self, item: T, priority: i32) {
-        let delay = self.limiter.when(&item);
-        self.queue.add_after_with_priority(item, delay, priority);
-    }
-
-    /// [`add_rate_limited_with_priority`](Self::add_rate_limited_with_priority) for
-    /// an item held by reference (cloned only if it is stored).
-    pub fn add_rate_limited_with_priority_ref(&self, item: &T, priority: i32) {
-        let delay = self.limiter.when(item);
         self.queue
-            .add_after_with_priority_ref(item, delay, priority);
+            .add_after_at(item, delay, crate::priority::DEFAULT);
     }
 
-    /// Adds `item` as `opts` say: controller-runtime's `AddWithOpts`.
+    /// Adds `item` as `opts` say: controller-runtime's `AddWithOpts`, the one add
+    /// method with options.
+    ///
+    /// client-go's three verbs are the common cases: [`add`](Self::add),
+    /// [`add_after`](Self::add_after), [`add_rate_limited`](Self::add_rate_limited).
+    /// Everything else (a priority, or a delay and backoff together) goes through
+    /// this one method and one [`AddOpts`] struct, as in controller-runtime, rather
+    /// than through a method per combination: the options can be combined freely,
+    /// and a struct literal names each one at the call site.
     ///
     /// The delay is [`opts.after`](AddOpts::after), or with
     /// [`opts.rate_limited`](AddOpts::rate_limited) the rate limiter's delay if that
     /// is shorter (or `after` is zero); the item is added at
     /// [`opts.priority`](AddOpts::priority) once it has passed. A zero delay without
-    /// `rate_limited` is a plain [`add_with_priority`](crate::Queue::add_with_priority)
-    /// (no retry counted); anything else goes through
-    /// [`add_after_with_priority`](DelayingQueue::add_after_with_priority).
+    /// `rate_limited` is a plain add at that priority (no retry counted); anything
+    /// else goes through the delaying queue, as [`add_after`](Self::add_after) does
+    /// (a retry counted). With `AddOpts::default()` it is [`add`](Self::add).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -132,28 +138,29 @@ impl<T: Item> RateLimitingQueue<T> {
     /// use workqueue::{AddOpts, RateLimitingQueue, priority};
     ///
     /// let queue = RateLimitingQueue::with_default_rate_limiter("example");
-    /// let key = "default/foo".to_string();
     /// // A requeue after 30 s, at low priority (e.g. a periodic refresh).
     /// let opts = AddOpts { after: Duration::from_secs(30), priority: priority::LOW, ..AddOpts::default() };
-    /// queue.add_with_opts(&key, opts);
+    /// queue.add_with_opts("default/foo".to_string(), opts);
     /// assert_eq!(queue.waiting_len(), 1);
     /// let item = queue.get().await.unwrap();
     /// assert_eq!(item.priority(), priority::LOW);
+    /// // Processing failed: retry with backoff, at the priority the item had.
+    /// queue.add_with_opts(&item, AddOpts { rate_limited: true, priority: item.priority(), ..AddOpts::default() });
     /// # }
     /// ```
-    pub fn add_with_opts(&self, item: &T, opts: AddOpts) {
+    pub fn add_with_opts(&self, item: impl IntoItem<T>, opts: AddOpts) {
+        let item = item.into_item();
         let mut delay = opts.after;
         if opts.rate_limited {
-            let backoff = self.limiter.when(item);
+            let backoff = self.limiter.when(&item);
             if delay.is_zero() || backoff < delay {
                 delay = backoff;
             }
         } else if delay.is_zero() {
-            self.queue.add_with_priority_ref(item, opts.priority);
+            self.queue.queue().add_at(item, opts.priority);
             return;
         }
-        self.queue
-            .add_after_with_priority_ref(item, delay, opts.priority);
+        self.queue.add_after_at(item, delay, opts.priority);
     }
 
     /// Resets `item`'s backoff: client-go's `Forget`. Call it when processing
@@ -178,33 +185,11 @@ impl<T: Item> RateLimitingQueue<T> {
         self.queue.queue()
     }
 
-    /// Adds `item` once `delay` has passed: client-go's `AddAfter`, see
-    /// [`DelayingQueue::add_after`].
+    /// Adds `item` once `delay` has passed (by value or by reference): client-go's
+    /// `AddAfter`, see [`DelayingQueue::add_after`].
     #[inline]
-    pub fn add_after(&self, item: T, delay: Duration) {
+    pub fn add_after(&self, item: impl IntoItem<T>, delay: Duration) {
         self.queue.add_after(item, delay)
-    }
-
-    /// [`add_after`](Self::add_after) for an item held by reference: see
-    /// [`DelayingQueue::add_after_ref`].
-    #[inline]
-    pub fn add_after_ref(&self, item: &T, delay: Duration) {
-        self.queue.add_after_ref(item, delay)
-    }
-
-    /// [`add_after`](Self::add_after) at `priority`: see
-    /// [`DelayingQueue::add_after_with_priority`].
-    #[inline]
-    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
-        self.queue.add_after_with_priority(item, delay, priority)
-    }
-
-    /// [`add_after_with_priority`](Self::add_after_with_priority) for an item held by
-    /// reference: see [`DelayingQueue::add_after_with_priority_ref`].
-    #[inline]
-    pub fn add_after_with_priority_ref(&self, item: &T, delay: Duration, priority: i32) {
-        self.queue
-            .add_after_with_priority_ref(item, delay, priority)
     }
 
     /// The number of items waiting for their ready time: see
@@ -218,7 +203,8 @@ impl<T: Item> RateLimitingQueue<T> {
 }
 
 /// How [`RateLimitingQueue::add_with_opts`] adds an item: controller-runtime's
-/// `priorityqueue.AddOpts`. The default is a plain add at priority 0.
+/// `priorityqueue.AddOpts`. The default is a plain add at priority 0; set only the
+/// fields you need (`AddOpts { priority: priority::LOW, ..AddOpts::default() }`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AddOpts {
     /// Add only once this has passed (`Duration::ZERO`: now). An item already

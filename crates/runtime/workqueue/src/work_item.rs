@@ -106,14 +106,16 @@ impl<'q, T: Item> WorkItem<'q, T> {
     /// ```
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() {
-    /// use workqueue::{RateLimitingQueue, priority};
+    /// use workqueue::{AddOpts, RateLimitingQueue, priority};
     ///
     /// let queue = RateLimitingQueue::with_default_rate_limiter("example");
-    /// queue.add_with_priority("default/listed".to_string(), priority::LOW);
+    /// let low = AddOpts { priority: priority::LOW, ..AddOpts::default() };
+    /// queue.add_with_opts("default/listed".to_string(), low);
     /// let item = queue.get().await.unwrap();
     /// assert_eq!(item.priority(), priority::LOW);
     /// // Processing failed: retry later, still behind the objects users change.
-    /// queue.add_rate_limited_with_priority_ref(&item, item.priority());
+    /// let retry = AddOpts { rate_limited: true, priority: item.priority(), ..AddOpts::default() };
+    /// queue.add_with_opts(&item, retry);
     /// item.done();
     /// let retry = queue.get().await.unwrap();
     /// assert_eq!((retry.as_str(), retry.priority()), ("default/listed", priority::LOW));

@@ -200,7 +200,7 @@ async fn moving_an_item_earlier_again_and_again_fires_it_once() {
     // Each add_after moves "a" 1 ms earlier: every move leaves a stale timer entry.
     for i in 0..5_000u32 {
         q.add_after("a", Duration::from_secs(10) - i * MS);
-        q.add_after_ref(&"b", Duration::from_secs(20));
+        q.add_after("b", Duration::from_secs(20));
     }
     assert_eq!(q.waiting_len(), 2);
     let start = Instant::now();

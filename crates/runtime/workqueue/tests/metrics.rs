@@ -8,8 +8,9 @@ use parking_lot::Mutex;
 use tokio::time::advance;
 use workqueue::priority::{DEFAULT, LOW};
 use workqueue::{
-    CounterMetric, DelayingQueue, GaugeMetric, HistogramMetric, MetricsProvider,
-    PriorityGaugeMetric, Queue, QueueConfig, SettableGaugeMetric, names,
+    AddOpts, CounterMetric, DelayingQueue, GaugeMetric, HistogramMetric, MetricsProvider,
+    PriorityGaugeMetric, Queue, QueueConfig, RateLimitingQueue, SettableGaugeMetric,
+    default_controller_rate_limiter, names,
 };
 
 /// One recorded series: (metric name, queue name) -> values.
@@ -293,20 +294,26 @@ impl MetricsProvider for WithPriority {
 #[tokio::test(start_paused = true)]
 async fn depth_with_priority_is_fed_besides_the_plain_depth() {
     let p = WithPriority::default();
-    let q = DelayingQueue::with_config(
+    // Priorities are given with `RateLimitingQueue::add_with_opts`.
+    let q = RateLimitingQueue::with_config(
+        default_controller_rate_limiter(),
         QueueConfig::named("prio").with_metrics_provider(Arc::new(p.clone())),
     );
     let plain = |m| p.plain.value(m, "prio");
+    let at = |priority| AddOpts {
+        priority,
+        ..AddOpts::default()
+    };
 
     q.add("a");
-    q.add_with_priority("b", LOW);
+    q.add_with_opts("b", at(LOW));
     assert_eq!(p.depth("prio"), [(LOW, 1), (DEFAULT, 1)]);
     assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 2.0));
 
     // A raise moves the count, and is no add (controller-runtime's
     // updateDepthWithPriorityMetric).
-    q.add_with_priority("b", 5);
-    q.add_with_priority("b", 1); // lower: nothing
+    q.add_with_opts("b", at(5));
+    q.add_with_opts("b", at(1)); // lower: nothing
     assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (5, 1)]);
     assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 2.0));
 
@@ -316,16 +323,21 @@ async fn depth_with_priority_is_fed_besides_the_plain_depth() {
     assert_eq!(plain(names::DEPTH), 1.0);
 
     // Added while held: counted (as client-go counts the plain depth), then raised.
-    q.add_with_priority("b", LOW);
+    q.add_with_opts("b", at(LOW));
     assert_eq!(p.depth("prio"), [(LOW, 1), (DEFAULT, 1), (5, 0)]);
-    q.add_with_priority("b", 3);
+    q.add_with_opts("b", at(3));
     assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (3, 1), (5, 0)]);
     assert_eq!((plain(names::DEPTH), plain(names::ADDS)), (2.0, 3.0));
     b.done(); // back in line at 3: no change
     assert_eq!(p.depth("prio"), [(LOW, 0), (DEFAULT, 1), (3, 1), (5, 0)]);
 
     // A delayed add counts when it is due, at its priority.
-    q.add_after_with_priority("c", Duration::from_millis(10), 4);
+    let later = AddOpts {
+        after: Duration::from_millis(10),
+        priority: 4,
+        ..AddOpts::default()
+    };
+    q.add_with_opts("c", later);
     assert_eq!(p.depth("prio").iter().map(|(_, v)| v).sum::<i64>(), 2);
     // Sleeping past the due time lets the queue's timer task run first.
     tokio::time::sleep(Duration::from_millis(20)).await;

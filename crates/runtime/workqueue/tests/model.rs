@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use workqueue::{DelayingQueue, ItemState, OwnedWorkItem, WorkItem};
+use workqueue::{
+    AddOpts, ItemState, OwnedWorkItem, RateLimitingQueue, WorkItem, default_controller_rate_limiter,
+};
 
 /// The priorities the operations use: controller-runtime's low one, the default, and
 /// two above it.
@@ -20,12 +22,13 @@ const STEPS_MS: [u64; 3] = [5, 10, 20];
 #[derive(Debug, Clone)]
 enum Op {
     Add(u8),
-    /// Add through `add_ref` (the item is cloned only if stored).
+    /// Add by reference, `add(&k)` (the item is cloned only if stored).
     AddRef(u8),
-    /// `add_with_priority` (or its `_ref` form) at `PRIORITIES[p]`.
+    /// `add_with_opts` at `PRIORITIES[p]` (by reference if `true`).
     AddWithPriority(u8, usize, bool),
-    /// `add_after_with_priority` of `DELAYS_MS[d]` at `PRIORITIES[p]`.
-    AddAfter(u8, usize, usize),
+    /// `add_after` of `DELAYS_MS[d]` (`None`), or `add_with_opts` with that delay at
+    /// `PRIORITIES[p]` (`Some(p)`).
+    AddAfter(u8, usize, Option<usize>),
     /// Let `STEPS_MS[i]` pass.
     Advance(usize),
     /// Get; `true` keeps the item as an `OwnedWorkItem`.
@@ -46,7 +49,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..6).prop_map(Op::AddRef),
         4 => (0u8..6, 0..PRIORITIES.len(), any::<bool>())
             .prop_map(|(k, p, by_ref)| Op::AddWithPriority(k, p, by_ref)),
-        2 => (0u8..6, 0..DELAYS_MS.len(), 0..PRIORITIES.len())
+        2 => (0u8..6, 0..DELAYS_MS.len(), proptest::option::of(0..PRIORITIES.len()))
             .prop_map(|(k, d, p)| Op::AddAfter(k, d, p)),
         1 => (0..STEPS_MS.len()).prop_map(Op::Advance),
         4 => any::<bool>().prop_map(Op::Get),
@@ -206,10 +209,11 @@ proptest! {
     }
 }
 
-/// One case: `ops` on a delaying queue (the plain queue plus `add_after`) and on the
-/// model, in a runtime with paused time.
+/// One case: `ops` on a rate-limiting queue (the plain queue plus `add_after` and
+/// `add_with_opts`; its rate limiter is never asked) and on the model, in a runtime
+/// with paused time.
 async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let queue = DelayingQueue::new();
+    let queue = RateLimitingQueue::new(default_controller_rate_limiter());
     let mut model = Model::default();
     let mut held: Vec<Held<'_>> = Vec::new();
 
@@ -219,22 +223,47 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 queue.add(k);
                 model.add(k, 0);
             }
+            // The borrowed path (`Cow::Borrowed`, cloned only if stored) is the point.
+            #[allow(clippy::needless_borrows_for_generic_args)]
             Op::AddRef(k) => {
-                queue.add_ref(&k);
+                queue.add(&k);
                 model.add(k, 0);
             }
+            #[allow(clippy::needless_borrows_for_generic_args)]
             Op::AddWithPriority(k, p, by_ref) => {
                 let p = PRIORITIES[p];
+                let opts = AddOpts {
+                    priority: p,
+                    ..AddOpts::default()
+                };
                 if by_ref {
-                    queue.add_with_priority_ref(&k, p);
+                    queue.add_with_opts(&k, opts);
                 } else {
-                    queue.add_with_priority(k, p);
+                    queue.add_with_opts(k, opts);
                 }
                 model.add(k, p);
             }
             Op::AddAfter(k, d, p) => {
-                let (d, p) = (DELAYS_MS[d], PRIORITIES[p]);
-                queue.add_after_with_priority(k, Duration::from_millis(d), p);
+                let d = DELAYS_MS[d];
+                let after = Duration::from_millis(d);
+                let p = match p {
+                    None => {
+                        queue.add_after(k, after);
+                        workqueue::priority::DEFAULT
+                    }
+                    Some(p) => {
+                        let priority = PRIORITIES[p];
+                        queue.add_with_opts(
+                            k,
+                            AddOpts {
+                                after,
+                                priority,
+                                ..AddOpts::default()
+                            },
+                        );
+                        priority
+                    }
+                };
                 model.add_after(k, d, p);
             }
             Op::Advance(i) => {

@@ -129,18 +129,18 @@ fn re_adding_queued_keys_by_reference_does_not_allocate() {
     let queue: Queue<String> = Queue::new();
     let keys: Vec<String> = keys().iter().map(|k| k.to_string()).collect();
     for k in &keys {
-        queue.add_ref(k);
+        queue.add(k);
     }
-    // `String` keys: a clone would allocate, so this also shows that `add_ref` of a
+    // `String` keys: a clone would allocate, so this also shows that `add(&key)` of a
     // known key clones nothing.
     let n = allocations_in(|| {
         for _ in 0..READDS {
             for k in &keys {
-                queue.add_ref(k);
+                queue.add(k);
             }
         }
     });
-    assert_eq!(n, 0, "add_ref of queued String keys allocated {n} times");
+    assert_eq!(n, 0, "add(&key) of queued String keys allocated {n} times");
     assert_eq!(queue.len(), KEYS);
 }
 
@@ -149,7 +149,7 @@ fn add_get_done_cycles_do_not_allocate_once_warm() {
     let queue: Queue<Arc<str>> = Queue::new();
     let keys = keys();
     let cycle = |queue: &Queue<Arc<str>>, k: &Arc<str>| {
-        queue.add_ref(k);
+        queue.add(k);
         queue.add(k.clone());
         queue.try_get().expect("queued").done();
     };
@@ -225,7 +225,7 @@ fn re_adding_waiting_keys_with_add_after_does_not_allocate() {
             for _ in 0..READDS {
                 for k in &keys {
                     queue.add_after(k.clone(), Duration::from_secs(7200));
-                    queue.add_after_ref(k, Duration::from_secs(7200));
+                    queue.add_after(k, Duration::from_secs(7200));
                 }
             }
         });

@@ -5,11 +5,44 @@ use std::time::Duration;
 
 use tokio::time::{Instant, advance};
 use workqueue::priority::{DEFAULT, LOW};
-use workqueue::{
-    AddOpts, DelayingQueue, ItemExponentialFailureRateLimiter, ItemState, Queue, RateLimitingQueue,
-};
+use workqueue::{AddOpts, ItemExponentialFailureRateLimiter, ItemState, Queue, RateLimitingQueue};
 
 const MS: Duration = Duration::from_millis(1);
+
+/// The queue under test: priorities are given with `RateLimitingQueue::add_with_opts`
+/// (controller-runtime's `AddWithOpts`); backoff 10 ms, 20 ms, ... Needs a runtime.
+fn new_queue<T: workqueue::Item>() -> RateLimitingQueue<T> {
+    RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+        10 * MS,
+        Duration::from_secs(1),
+    ))
+}
+
+/// `AddOpts` for an add at `priority`, now.
+fn at(priority: i32) -> AddOpts {
+    AddOpts {
+        priority,
+        ..AddOpts::default()
+    }
+}
+
+/// `AddOpts` for an add at `priority` once `after` has passed.
+fn after_at(after: Duration, priority: i32) -> AddOpts {
+    AddOpts {
+        after,
+        priority,
+        ..AddOpts::default()
+    }
+}
+
+/// `AddOpts` for a retry with backoff at `priority`.
+fn rate_limited_at(priority: i32) -> AddOpts {
+    AddOpts {
+        rate_limited: true,
+        priority,
+        ..AddOpts::default()
+    }
+}
 
 /// Takes everything in line, as `(item, priority)`, marking each done.
 fn drain<T: workqueue::Item>(q: &Queue<T>) -> Vec<(T, i32)> {
@@ -27,17 +60,17 @@ async fn settle() {
     }
 }
 
-#[test]
-fn higher_priority_is_handed_out_first() {
-    let q = Queue::new();
-    q.add_with_priority("listed", LOW);
+#[tokio::test(start_paused = true)]
+async fn higher_priority_is_handed_out_first() {
+    let q = new_queue();
+    q.add_with_opts("listed", at(LOW));
     q.add("changed");
-    q.add_with_priority("urgent", 5);
-    q.add_with_priority("other-listed", LOW);
-    q.add_ref(&"changed-too");
+    q.add_with_opts("urgent", at(5));
+    q.add_with_opts("other-listed", at(LOW));
+    q.add("changed-too");
     assert_eq!(q.len(), 5);
     assert_eq!(
-        drain(&q),
+        drain(q.queue()),
         [
             ("urgent", 5),
             ("changed", DEFAULT),
@@ -48,14 +81,14 @@ fn higher_priority_is_handed_out_first() {
     );
 }
 
-#[test]
-fn fifo_within_each_priority() {
-    let q = Queue::new();
+#[tokio::test(start_paused = true)]
+async fn fifo_within_each_priority() {
+    let q = new_queue();
     // Interleaved adds at three priorities.
     for i in 0..30u32 {
-        q.add_with_priority(i, [LOW, DEFAULT, 7][i as usize % 3]);
+        q.add_with_opts(i, at([LOW, DEFAULT, 7][i as usize % 3]));
     }
-    let got = drain(&q);
+    let got = drain(q.queue());
     let expected: Vec<(u32, i32)> = [7, DEFAULT, LOW]
         .into_iter()
         .flat_map(|p| {
@@ -67,62 +100,62 @@ fn fifo_within_each_priority() {
     assert_eq!(got, expected);
 }
 
-#[test]
-fn re_add_at_a_higher_priority_moves_to_the_end_of_its_new_line() {
+#[tokio::test(start_paused = true)]
+async fn re_add_at_a_higher_priority_moves_to_the_end_of_its_new_line() {
     // controller-runtime: "gets pushed to the front if the priority increases".
-    let q = Queue::new();
+    let q = new_queue();
     for k in ["foo", "bar", "baz"] {
         q.add(k);
     }
-    q.add_with_priority("baz", 1);
+    q.add_with_opts("baz", at(1));
     assert_eq!(q.len(), 3, "moved, not duplicated");
-    assert_eq!(drain(&q), [("baz", 1), ("foo", 0), ("bar", 0)]);
+    assert_eq!(drain(q.queue()), [("baz", 1), ("foo", 0), ("bar", 0)]);
 
     // controller-runtime: "follows FIFO order in the new priority queue when item
     // priority changes": behind the items already at the new priority.
-    q.add_with_priority("foo", 0);
-    q.add_with_priority("bar", 1);
-    q.add_with_priority("foo", 1);
+    q.add_with_opts("foo", at(0));
+    q.add_with_opts("bar", at(1));
+    q.add_with_opts("foo", at(1));
     assert_eq!(q.len(), 2);
-    assert_eq!(drain(&q), [("bar", 1), ("foo", 1)]);
+    assert_eq!(drain(q.queue()), [("bar", 1), ("foo", 1)]);
 
     // Raised twice: the place in line is the one of the last raise.
     for k in ["a", "b", "c"] {
-        q.add_with_priority(k, LOW);
+        q.add_with_opts(k, at(LOW));
     }
-    q.add_with_priority("a", DEFAULT);
-    q.add_with_priority("b", DEFAULT);
-    q.add_with_priority("a", 3);
-    q.add_with_priority("c", 3);
+    q.add_with_opts("a", at(DEFAULT));
+    q.add_with_opts("b", at(DEFAULT));
+    q.add_with_opts("a", at(3));
+    q.add_with_opts("c", at(3));
     assert_eq!(q.len(), 3);
-    assert_eq!(drain(&q), [("a", 3), ("c", 3), ("b", DEFAULT)]);
+    assert_eq!(drain(q.queue()), [("a", 3), ("c", 3), ("b", DEFAULT)]);
 }
 
-#[test]
-fn re_add_at_the_same_or_a_lower_priority_is_a_no_op() {
+#[tokio::test(start_paused = true)]
+async fn re_add_at_the_same_or_a_lower_priority_is_a_no_op() {
     // controller-runtime: "will not decrease the priority", "de-duplicates items".
-    let q = Queue::new();
-    q.add_with_priority("a", 5);
-    q.add_with_priority("b", 5);
-    q.add_with_priority("a", 5); // same: keeps its place
+    let q = new_queue();
+    q.add_with_opts("a", at(5));
+    q.add_with_opts("b", at(5));
+    q.add_with_opts("a", at(5)); // same: keeps its place
     q.add("a"); // lower
-    q.add_with_priority("a", LOW); // lower
+    q.add_with_opts("a", at(LOW)); // lower
     assert_eq!(q.len(), 2);
     assert_eq!(q.state_of(&"a"), Some(ItemState::Queued));
-    assert_eq!(drain(&q), [("a", 5), ("b", 5)]);
+    assert_eq!(drain(q.queue()), [("a", 5), ("b", 5)]);
 }
 
-#[test]
-fn add_while_processing_requeues_at_the_highest_priority_added_meanwhile() {
-    let q = Queue::new();
+#[tokio::test(start_paused = true)]
+async fn add_while_processing_requeues_at_the_highest_priority_added_meanwhile() {
+    let q = new_queue();
     q.add("a");
     let a = q.try_get().unwrap();
     assert_eq!(a.priority(), DEFAULT);
-    q.add_with_priority("a", LOW);
+    q.add_with_opts("a", at(LOW));
     assert_eq!(q.state_of(&"a"), Some(ItemState::ProcessingDirty));
-    q.add_with_priority("a", 7);
-    q.add_with_priority("a", 3);
-    q.add_with_priority("b", 5);
+    q.add_with_opts("a", at(7));
+    q.add_with_opts("a", at(3));
+    q.add_with_opts("b", at(5));
     assert_eq!(
         q.len(),
         1,
@@ -130,44 +163,44 @@ fn add_while_processing_requeues_at_the_highest_priority_added_meanwhile() {
     );
     let b = q.try_get().unwrap();
     assert_eq!((*b, b.priority()), ("b", 5));
-    q.add_with_priority("b", 6);
+    q.add_with_opts("b", at(6));
     assert!(q.try_get().is_none(), "both are held");
     a.done();
-    assert_eq!(drain(&q), [("a", 7)]);
+    assert_eq!(drain(q.queue()), [("a", 7)]);
     b.done();
-    assert_eq!(drain(&q), [("b", 6)]);
+    assert_eq!(drain(q.queue()), [("b", 6)]);
 
     // Re-added only at a low priority: back in line behind the default ones.
     q.add("x");
     let x = q.try_get().unwrap();
-    q.add_with_priority("x", LOW);
+    q.add_with_opts("x", at(LOW));
     q.add("y");
     x.done();
-    assert_eq!(drain(&q), [("y", DEFAULT), ("x", LOW)]);
+    assert_eq!(drain(q.queue()), [("y", DEFAULT), ("x", LOW)]);
 }
 
-#[test]
-fn explicit_done_requeues_at_the_re_add_priority() {
-    let q = Queue::new();
+#[tokio::test(start_paused = true)]
+async fn explicit_done_requeues_at_the_re_add_priority() {
+    let q = new_queue();
     q.add("a");
     let a = q.try_get().unwrap().into_inner();
-    q.add_with_priority(a, 9);
+    q.add_with_opts(a, at(9));
     q.add("b");
     q.done(&a);
-    assert_eq!(drain(&q), [("a", 9), ("b", DEFAULT)]);
+    assert_eq!(drain(q.queue()), [("a", 9), ("b", DEFAULT)]);
 }
 
-#[test]
-fn len_is_exact_with_stale_places_in_line() {
-    let q = Queue::new();
+#[tokio::test(start_paused = true)]
+async fn len_is_exact_with_stale_places_in_line() {
+    let q = new_queue();
     for i in 0..10u32 {
-        q.add_with_priority(i, LOW);
+        q.add_with_opts(i, at(LOW));
     }
     for i in 0..5 {
         q.add(i); // raised: a stale place is left in the low line
     }
     for i in 0..3 {
-        q.add_with_priority(i, 10); // raised again
+        q.add_with_opts(i, at(10)); // raised again
     }
     assert_eq!(q.len(), 10);
     let mut seen = Vec::new();
@@ -186,11 +219,11 @@ fn len_is_exact_with_stale_places_in_line() {
     assert_eq!(seen, expected, "each item once, by priority");
 }
 
-#[test]
-fn a_freed_and_reused_slot_is_not_taken_for_its_stale_place() {
-    let q = Queue::new();
-    q.add_with_priority("a", LOW);
-    q.add_with_priority("b", LOW);
+#[tokio::test(start_paused = true)]
+async fn a_freed_and_reused_slot_is_not_taken_for_its_stale_place() {
+    let q = new_queue();
+    q.add_with_opts("a", at(LOW));
+    q.add_with_opts("b", at(LOW));
     q.add("a"); // raised: "a"'s first place, ahead of "b", is stale
     let a = q.try_get().unwrap();
     assert_eq!((*a, a.priority()), ("a", DEFAULT));
@@ -198,35 +231,38 @@ fn a_freed_and_reused_slot_is_not_taken_for_its_stale_place() {
 
     // The same item again, then another item, most likely in the freed slot: both
     // must line up behind "b", not at the stale place ahead of it.
-    q.add_with_priority("a", LOW);
+    q.add_with_opts("a", at(LOW));
     assert_eq!(q.len(), 2);
-    assert_eq!(drain(&q), [("b", LOW), ("a", LOW)]);
+    assert_eq!(drain(q.queue()), [("b", LOW), ("a", LOW)]);
 
-    q.add_with_priority("c", LOW);
-    q.add_with_priority("d", LOW);
+    q.add_with_opts("c", at(LOW));
+    q.add_with_opts("d", at(LOW));
     q.add("c");
     q.try_get().unwrap().done(); // "c" at DEFAULT, freed
-    q.add_with_priority("e", LOW); // a new item, in "c"'s old slot
-    q.add_with_priority("c", LOW);
+    q.add_with_opts("e", at(LOW)); // a new item, in "c"'s old slot
+    q.add_with_opts("c", at(LOW));
     assert_eq!(q.len(), 3);
-    assert_eq!(drain(&q), [("d", LOW), ("e", LOW), ("c", LOW)]);
+    assert_eq!(drain(q.queue()), [("d", LOW), ("e", LOW), ("c", LOW)]);
 
     // A stale place in the default line, and a slot reused at the default priority.
     q.add("p");
     q.add("q");
-    q.add_with_priority("p", 5);
+    q.add_with_opts("p", at(5));
     q.try_get().unwrap().done(); // "p" at 5, freed
     q.add("r");
     q.add("p");
-    assert_eq!(drain(&q), [("q", DEFAULT), ("r", DEFAULT), ("p", DEFAULT)]);
+    assert_eq!(
+        drain(q.queue()),
+        [("q", DEFAULT), ("r", DEFAULT), ("p", DEFAULT)]
+    );
     assert!(q.is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn work_items_tell_their_priority() {
-    let q = Queue::new();
-    q.add_with_priority("a".to_string(), 3);
-    q.add_with_priority_ref(&"b".to_string(), LOW);
+    let q = new_queue();
+    q.add_with_opts("a".to_string(), at(3));
+    q.add_with_opts("b".to_string(), at(LOW));
     let a = q.get_owned().await.unwrap();
     assert_eq!((a.as_str(), a.priority()), ("a", 3));
     let b = q.get().await.unwrap();
@@ -237,13 +273,13 @@ async fn work_items_tell_their_priority() {
 
 #[tokio::test(start_paused = true)]
 async fn shut_down_hands_out_what_is_in_line_by_priority_then_none() {
-    let q = Queue::new();
-    q.add_with_priority(1, LOW);
+    let q = new_queue();
+    q.add_with_opts(1, at(LOW));
     q.add(2);
-    q.add_with_priority(3, 4);
+    q.add_with_opts(3, at(4));
     q.shut_down();
-    q.add_with_priority(4, 100); // ignored
-    q.add_with_priority(1, 100); // ignored: no raise after shutdown
+    q.add_with_opts(4, at(100)); // ignored
+    q.add_with_opts(1, at(100)); // ignored: no raise after shutdown
     let mut got = Vec::new();
     while let Some(item) = q.get().await {
         got.push((*item, item.priority()));
@@ -253,10 +289,10 @@ async fn shut_down_hands_out_what_is_in_line_by_priority_then_none() {
 
 #[tokio::test(start_paused = true)]
 async fn shut_down_with_drain_waits_for_a_held_item_whatever_its_priority() {
-    let q = Queue::new();
-    q.add_with_priority("a", LOW);
+    let q = new_queue();
+    q.add_with_opts("a", at(LOW));
     let a = q.get_owned().await.unwrap();
-    q.add_with_priority("a", 9); // dirty while held: dropped by the shutdown
+    q.add_with_opts("a", at(9)); // dirty while held: dropped by the shutdown
     let drained = tokio::spawn({
         let q = q.clone();
         async move {
@@ -277,11 +313,11 @@ async fn shut_down_with_drain_waits_for_a_held_item_whatever_its_priority() {
 
 #[tokio::test(start_paused = true)]
 async fn add_after_keeps_the_earliest_time_and_the_highest_priority() {
-    let q = DelayingQueue::new();
-    q.add_after_with_priority("a", 100 * MS, DEFAULT);
-    q.add_after_with_priority("a", 300 * MS, 5); // later: only the priority counts
-    q.add_after_with_priority_ref(&"b", 50 * MS, 7);
-    q.add_after_with_priority("b", 20 * MS, LOW); // earlier: keeps priority 7
+    let q = new_queue();
+    q.add_after("a", 100 * MS); // client-go's verb: DEFAULT
+    q.add_with_opts("a", after_at(300 * MS, 5)); // later: only the priority counts
+    q.add_with_opts("b", after_at(50 * MS, 7));
+    q.add_with_opts("b", after_at(20 * MS, LOW)); // earlier: keeps priority 7
     assert_eq!(q.waiting_len(), 2);
     q.add("c");
 
@@ -302,9 +338,9 @@ async fn add_after_keeps_the_earliest_time_and_the_highest_priority() {
 #[tokio::test(start_paused = true)]
 async fn delayed_items_line_up_by_when_they_became_ready() {
     // controller-runtime: TestHighPriorityItemThatBecameReadyIsReturnedBeforeLowPriorityItem.
-    let q = DelayingQueue::new();
-    q.add_with_priority("low", LOW);
-    q.add_after_with_priority("high", 10 * MS, 10);
+    let q = new_queue();
+    q.add_with_opts("low", at(LOW));
+    q.add_with_opts("high", after_at(10 * MS, 10));
     q.add_after("later", 30 * MS);
     q.add_after("sooner", 20 * MS);
     q.add("now");
@@ -326,10 +362,10 @@ async fn delayed_items_line_up_by_when_they_became_ready() {
 async fn a_due_item_raises_its_queued_copy() {
     // The delaying set is client-go's: separate from the line. A queued item stays at
     // its priority until its delayed add is due, which then raises it.
-    let q = DelayingQueue::new();
-    q.add_with_priority("a", LOW);
+    let q = new_queue();
+    q.add_with_opts("a", at(LOW));
     q.add("b");
-    q.add_after_with_priority("a", 10 * MS, 5);
+    q.add_with_opts("a", after_at(10 * MS, 5));
     assert_eq!(q.len(), 2);
     advance(10 * MS).await;
     settle().await;
@@ -343,10 +379,10 @@ async fn rate_limited_adds_with_a_priority() {
         10 * MS,
         Duration::from_secs(1),
     ));
-    q.add_with_priority("listed", LOW);
+    q.add_with_opts("listed", at(LOW));
     let start = Instant::now();
-    q.add_rate_limited_with_priority("failed", 5);
-    q.add_rate_limited_with_priority_ref(&"other", DEFAULT);
+    q.add_with_opts("failed", rate_limited_at(5));
+    q.add_rate_limited("other"); // client-go's verb: DEFAULT
     assert_eq!((q.len(), q.waiting_len()), (1, 2));
     assert_eq!(q.num_requeues(&"failed"), 1);
 
@@ -367,7 +403,7 @@ async fn add_with_opts_is_controller_runtimes_add_with_opts() {
         Duration::from_secs(1),
     ));
     // The default: a plain add at priority 0.
-    q.add_with_opts(&"plain", AddOpts::default());
+    q.add_with_opts("plain", AddOpts::default());
     assert_eq!((q.len(), q.waiting_len()), (1, 0));
     assert_eq!(q.num_requeues(&"plain"), 0);
 
@@ -376,7 +412,7 @@ async fn add_with_opts_is_controller_runtimes_add_with_opts() {
         priority: LOW,
         ..AddOpts::default()
     };
-    q.add_with_opts(&"listed", low);
+    q.add_with_opts("listed", low);
     assert_eq!(drain(q.queue()), [("plain", DEFAULT), ("listed", LOW)]);
 
     // After: waits, then at its priority.
@@ -385,7 +421,7 @@ async fn add_with_opts_is_controller_runtimes_add_with_opts() {
         priority: 3,
         ..AddOpts::default()
     };
-    q.add_with_opts(&"later", later);
+    q.add_with_opts("later", later);
     assert_eq!((q.len(), q.waiting_len()), (0, 1));
 
     // Rate limited, with a longer after: the backoff (10 ms) wins.
@@ -394,11 +430,11 @@ async fn add_with_opts_is_controller_runtimes_add_with_opts() {
         rate_limited: true,
         priority: 2,
     };
-    q.add_with_opts(&"retry", retry);
+    q.add_with_opts("retry", retry);
     assert_eq!(q.num_requeues(&"retry"), 1);
     // Rate limited, with a shorter after: the after (5 ms) wins over the backoff.
-    q.add_with_opts(&"busy", AddOpts { after: MS, ..retry });
-    q.add_with_opts(&"busy", AddOpts { after: MS, ..retry }); // backoff now 20 ms
+    q.add_with_opts("busy", AddOpts { after: MS, ..retry });
+    q.add_with_opts("busy", AddOpts { after: MS, ..retry }); // backoff now 20 ms
     assert_eq!(q.num_requeues(&"busy"), 2);
 
     let start = Instant::now();
@@ -426,10 +462,10 @@ async fn a_fifo_queue_hears_every_priority_as_zero() {
         ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)),
         workqueue::QueueConfig::default().with_fifo(true),
     );
-    q.add_with_priority("listed", LOW);
+    q.add_with_opts("listed", at(LOW));
     q.add("changed");
-    q.add_with_priority("urgent", 5);
-    q.add_after_with_priority("later", MS, 7);
+    q.add_with_opts("urgent", at(5));
+    q.add_with_opts("later", after_at(MS, 7));
     advance(2 * MS).await;
     settle().await;
     assert_eq!(

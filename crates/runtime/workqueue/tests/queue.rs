@@ -313,13 +313,13 @@ async fn owned_work_item_moves_into_a_spawned_task() {
 }
 
 #[test]
-fn add_ref_clones_only_when_storing() {
+fn add_by_reference_clones_only_when_storing() {
     let q: Queue<Arc<str>> = Queue::new();
     let key: Arc<str> = Arc::from("ns/a");
-    q.add_ref(&key);
+    q.add(&key);
     assert_eq!(Arc::strong_count(&key), 2, "stored: one clone");
     for _ in 0..10 {
-        q.add_ref(&key);
+        q.add(&key);
     }
     assert_eq!(Arc::strong_count(&key), 2, "already queued: no clone");
     let item = q.try_get().unwrap();
@@ -328,7 +328,7 @@ fn add_ref_clones_only_when_storing() {
         2,
         "the guard lends the stored item"
     );
-    q.add_ref(&key);
+    q.add(&key);
     assert_eq!(Arc::strong_count(&key), 2, "dirty while held: no clone");
     item.done();
     assert_eq!(
@@ -338,6 +338,29 @@ fn add_ref_clones_only_when_storing() {
     );
     q.try_get().unwrap().done();
     assert_eq!(Arc::strong_count(&key), 1, "done: the queue let go of it");
+
+    // By value: moved in when stored, dropped when the item is already known.
+    q.add(Arc::clone(&key));
+    assert_eq!(
+        Arc::strong_count(&key),
+        2,
+        "stored: the caller's copy moved in"
+    );
+    q.add(Arc::clone(&key));
+    assert_eq!(
+        Arc::strong_count(&key),
+        2,
+        "already queued: the copy dropped"
+    );
+    // A worker's guard, by reference: no clone, the item is stored already.
+    let item = q.try_get().unwrap();
+    q.add(&item);
+    assert_eq!(Arc::strong_count(&key), 2, "dirty while held: no clone");
+    let owned = item.into_owned();
+    q.add(&owned);
+    assert_eq!(Arc::strong_count(&key), 2, "an owned guard lends it too");
+    drop(owned);
+    assert_eq!(q.len(), 1, "added while held: back in line once");
 }
 
 #[test]

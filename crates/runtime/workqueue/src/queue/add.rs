@@ -1,10 +1,11 @@
-//! Adding an item: client-go's `Add`, and controller-runtime's `AddWithOpts` priority
-//! for it (see the [`priority`](crate::priority) module for the rules).
+//! Adding an item: client-go's `Add`, and the priority controller-runtime's
+//! `AddWithOpts` gives it (see the [`priority`](crate::priority) module for the rules).
 
 use std::borrow::Cow;
 use std::hash::BuildHasher;
 
 use super::{Item, ItemState, Queue};
+use crate::into_item::IntoItem;
 use crate::observer::AddOutcome;
 use crate::priority;
 use crate::slots::Found;
@@ -17,25 +18,22 @@ impl<T: Item> Queue<T> {
     /// * If a worker holds the item, it is only marked dirty and goes back in line
     ///   when that worker calls [`done`](Self::done).
     ///
-    /// Adds at priority [`DEFAULT`](priority::DEFAULT) (0): the same as
-    /// [`add_with_priority`](Self::add_with_priority)`(item, 0)`.
+    /// Takes the item by value or by reference ([`IntoItem`]): a key you keep (a
+    /// worker's [`WorkItem`](crate::WorkItem), a key list) is cloned only if the queue
+    /// stores it, so re-adding an item that is already waiting costs no clone at all
+    /// (for `Arc<str>` keys, no reference-count traffic; for `String` keys, no
+    /// allocation).
     ///
-    /// When you hold the item by reference, [`add_ref`](Self::add_ref) saves the
-    /// clone whenever the item is already known.
-    pub fn add(&self, item: T) {
-        self.add_cow(Cow::Owned(item), priority::DEFAULT);
+    /// Adds at priority [`DEFAULT`](priority::DEFAULT) (0). To add at another
+    /// [priority](crate::priority), use controller-runtime's `AddWithOpts`,
+    /// [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts):
+    /// the one add method with options.
+    pub fn add(&self, item: impl IntoItem<T>) {
+        self.add_at(item.into_item(), priority::DEFAULT);
     }
 
-    /// [`add`](Self::add) for an item held by reference: the item is cloned only if
-    /// the queue stores it (it was not dirty yet), so re-adding an item that is
-    /// already waiting costs no clone at all (for `Arc<str>` keys, no reference-count
-    /// traffic; for `String` keys, no allocation).
-    pub fn add_ref(&self, item: &T) {
-        self.add_cow(Cow::Borrowed(item), priority::DEFAULT);
-    }
-
-    /// [`add`](Self::add) at `priority` (higher is handed out first):
-    /// controller-runtime's `AddWithOpts(AddOpts{Priority: &priority}, item)`.
+    /// `add` at `priority` (higher is handed out first), for
+    /// [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts):
     ///
     /// * Waiting in line already: keeps the higher of the two priorities; when this
     ///   one is higher, the item moves to the end of the line of its new priority.
@@ -44,17 +42,7 @@ impl<T: Item> Queue<T> {
     ///   at the highest priority it was added with since it was handed out.
     ///
     /// See the [`priority`] module for why and when.
-    pub fn add_with_priority(&self, item: T, priority: i32) {
-        self.add_cow(Cow::Owned(item), priority);
-    }
-
-    /// [`add_with_priority`](Self::add_with_priority) for an item held by reference
-    /// (cloned only if the queue stores it, as [`add_ref`](Self::add_ref)).
-    pub fn add_with_priority_ref(&self, item: &T, priority: i32) {
-        self.add_cow(Cow::Borrowed(item), priority);
-    }
-
-    fn add_cow(&self, item: Cow<'_, T>, priority: i32) {
+    pub(crate) fn add_at(&self, item: Cow<'_, T>, priority: i32) {
         // Hash before locking: the lock is held for the shortest possible time.
         self.add_hashed(self.shared.hasher.hash_one(&*item), item, priority);
     }

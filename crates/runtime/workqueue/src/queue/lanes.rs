@@ -199,6 +199,8 @@ impl<T: Clone + Eq + 'static> Lanes<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
     use crate::Queue;
     use crate::priority::{DEFAULT, LOW};
@@ -212,15 +214,15 @@ mod tests {
 
     #[test]
     fn stale_entries_in_a_starved_lane_stay_bounded() {
-        let q = Queue::new();
+        let q: Queue<u32> = Queue::new();
         // A low-priority item keeps the low lane from ever being reached while the
         // default lane has items, so its stale entries are never popped.
-        q.add_with_priority(0u32, LOW);
+        q.add_at(Cow::Owned(0), LOW);
         for _ in 0..10_000 {
             // Each cycle: in line low, raised (a stale entry left in the low lane),
             // handed out, done and freed.
-            q.add_with_priority(1, LOW);
-            q.add_with_priority(1, DEFAULT);
+            q.add_at(Cow::Owned(1), LOW);
+            q.add_at(Cow::Owned(1), DEFAULT);
             let item = q.try_get().unwrap();
             assert_eq!((*item, item.priority()), (1, DEFAULT));
             drop(item);
@@ -243,9 +245,9 @@ mod tests {
 
     #[test]
     fn empty_lanes_other_than_the_default_are_dropped() {
-        let q = Queue::new();
+        let q: Queue<i32> = Queue::new();
         for p in [5, -5, 10, 0, -100] {
-            q.add_with_priority(p, p);
+            q.add_at(Cow::Owned(p), p);
         }
         assert_eq!(q.shared.state.lock().lanes.others.len(), 4);
         let order: Vec<i32> = std::iter::from_fn(|| q.try_get().map(|i| i.into_inner())).collect();
