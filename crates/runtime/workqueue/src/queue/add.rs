@@ -25,7 +25,7 @@ impl<T: Item> Queue<T> {
     /// allocation).
     ///
     /// Adds at priority [`DEFAULT`](priority::DEFAULT) (0). To add at another
-    /// [priority](crate::priority), use controller-runtime's `AddWithOpts`,
+    /// [priority], use controller-runtime's `AddWithOpts`,
     /// [`RateLimitingQueue::add_with_opts`](crate::RateLimitingQueue::add_with_opts):
     /// the one add method with options.
     pub fn add(&self, item: impl IntoItem<T>) {
