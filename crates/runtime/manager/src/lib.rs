@@ -58,7 +58,10 @@
 //! #     type Error = String;
 //! #     async fn sync(&self, _: &str) -> Result<controller::Action, String> { Ok(controller::Action::Done) }
 //! # }
-//! # fn new_controller(_: &Manager) -> controller::Controller<Noop> { unimplemented!() }
+//! # fn new_controller(mgr: &Manager) -> controller::Controller<Noop> {
+//! #     let queue = mgr.args().run.loop_options().new_queue("my-controller");
+//! #     controller::Controller::new("my-controller", queue, Noop)
+//! # }
 //! fn main() -> Result<(), manager::ManagerError> {
 //!     let cli = Cli::parse();
 //!     let workers = cli.manager.run.workers.into();
