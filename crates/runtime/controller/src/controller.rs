@@ -384,10 +384,10 @@ impl<H> Controller<H> {
     }
 }
 
-/// How a failed (or panicked) sync puts its key back: with backoff, at the priority
+/// How a key goes back after a failed, panicked or stale sync: with backoff, at the priority
 /// it was handed out with (controller-runtime's
 /// `AddWithOpts(AddOpts{RateLimited: true, Priority: &priority}, key)`).
-fn retry_opts(priority: i32) -> AddOpts {
+pub(crate) fn retry_opts(priority: i32) -> AddOpts {
     AddOpts {
         rate_limited: true,
         priority,

@@ -424,12 +424,7 @@ impl Freshness {
             freshness.inner.parked.lock().remove(&key);
             observe(&controller, &key, outcome);
             if let FreshnessOutcome::Stale { waited } = outcome {
-                let retry = AddOpts {
-                    rate_limited: true,
-                    priority,
-                    ..AddOpts::default()
-                };
-                queue.add_with_opts(&key, retry);
+                queue.add_with_opts(&key, crate::controller::retry_opts(priority));
                 info!(
                     controller = %controller,
                     key = %key,
