@@ -4,8 +4,10 @@
 # (fake Nodes whose Pods become Running/Ready), all on 127.0.0.1, free ports.
 #
 # Usage:
-#   hack/control-plane.sh build                 ensure the binaries (build with Go if missing)
-#   hack/control-plane.sh up [--dir D] [--nodes N] [--foreground]
+#   hack/control-plane.sh build [--real-node]   ensure the binaries (build with Go if missing);
+#                                               --real-node: also kubelet, kube-proxy, containerd
+#   hack/control-plane.sh up [--dir D] [--nodes N] [--foreground] [--advertise-address IP]
+#                                               (--nodes 0: no kwok at all)
 #                                               start; prints KUBECONFIG, an export line and
 #                                               WEBHOOK_CERT_DIR=... WEBHOOK_CA=... (see below)
 #   hack/control-plane.sh status [DIR]          process and /readyz status
@@ -17,6 +19,10 @@
 #   hack/control-plane.sh restart-controller-manager [DIR]
 #                                               restart kube-controller-manager only (not with
 #                                               --foreground)
+#   hack/control-plane.sh client-kubeconfig DIR NAME SUBJECT
+#                                               a client certificate for SUBJECT (e.g.
+#                                               /O=system:nodes/CN=system:node:n1) and
+#                                               DIR/NAME.kubeconfig using it
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
 #   hack/control-plane.sh version               print the Kubernetes version selected
 #
@@ -45,6 +51,13 @@
 # --foreground (used by crates/dev/testenv): components are children of this shell
 # with PR_SET_PDEATHSIG=KILL (setpriv), the shell waits, and SIGTERM/exit tears
 # everything down and removes the state dir. "$DIR/ready" appears once usable.
+#
+# --advertise-address IP (used by hack/node.sh, the real node): kube-apiserver binds to IP
+# instead of 127.0.0.1 and publishes it as the `kubernetes` Service's endpoint, so Pods
+# on a real node reach it through 10.0.0.1:443; IP must be an address of this machine
+# that only the node's own bridge routes (hack/node.sh gives it to its bridge first).
+# The kubeconfigs then point at IP. kube-apiserver calls the kubelet with the admin
+# identity (logs, exec).
 #
 # Admission webhooks: `up` also writes a serving certificate for 127.0.0.1/localhost,
 # signed by the cluster CA, as $DIR/webhook-certs/tls.crt + tls.key (and ca.crt), and
@@ -92,6 +105,15 @@ BIN_DIR=$CACHE_ROOT/k8s-$K8S_VERSION/bin
 KWOK_BIN_DIR=$CACHE_ROOT/kwok-$KWOK_VERSION/bin
 K8S_BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 ALL_BINARIES=("${K8S_BINARIES[@]}" kwok)
+# The real node (hack/node.sh; `build --real-node`): kubelet and kube-proxy from the same
+# k8s.io/kubernetes pin as the control plane, in the same bin dir; containerd 2.x, its
+# runc shim and ctr from hack/tools/node (their own module: containerd pins its own
+# dependency versions, which must not move kube-apiserver's).
+NODE_TOOLS_DIR=$REPO_ROOT/hack/tools/node
+CONTAINERD_VERSION=$(awk '$1 == "github.com/containerd/containerd/v2" { print $2 }' "$NODE_TOOLS_DIR/go.mod")
+CONTAINERD_BIN_DIR=$CACHE_ROOT/containerd-$CONTAINERD_VERSION/bin
+NODE_BINARIES=(kubelet kube-proxy)
+CONTAINERD_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 # Service CIDR: the kubernetes Service gets its first IP (in the serving cert).
 SERVICE_CIDR=10.0.0.0/24
 KUBERNETES_SERVICE_IP=10.0.0.1
@@ -116,16 +138,65 @@ bin_path() {
   fi
 }
 
-group_of() { if [ "$1" = kwok ]; then echo kwok; else echo k8s; fi; }
+# group_of NAME: the build group a binary belongs to.
+group_of() {
+  case $1 in
+  kwok) echo kwok ;;
+  kubelet | kube-proxy) echo node ;;
+  containerd | containerd-shim-runc-v2 | ctr) echo containerd ;;
+  *) echo k8s ;;
+  esac
+}
 # group_dir GROUP: where the cached binaries of GROUP live.
-group_dir() { if [ "$1" = kwok ]; then echo "$KWOK_BIN_DIR"; else echo "$BIN_DIR"; fi; }
+group_dir() {
+  case $1 in
+  kwok) echo "$KWOK_BIN_DIR" ;;
+  containerd) echo "$CONTAINERD_BIN_DIR" ;;
+  *) echo "$BIN_DIR" ;;
+  esac
+}
+# group_src GROUP: the Go module GROUP is built from.
+group_src() {
+  case $1 in
+  kwok) echo "$KWOK_DIR" ;;
+  containerd) echo "$NODE_TOOLS_DIR" ;;
+  *) echo "$TOOLS_DIR" ;;
+  esac
+}
+# group_names GROUP: its binaries.
+group_names() {
+  case $1 in
+  kwok) echo kwok ;;
+  node) echo "${NODE_BINARIES[*]}" ;;
+  containerd) echo "${CONTAINERD_BINARIES[*]}" ;;
+  *) echo "${K8S_BINARIES[*]}" ;;
+  esac
+}
+# group_pkgs GROUP: the Go packages that build its binaries.
+group_pkgs() {
+  case $1 in
+  kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
+  node) echo k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy ;;
+  containerd)
+    local c=github.com/containerd/containerd/v2/cmd
+    echo $c/containerd $c/containerd-shim-runc-v2 $c/ctr
+    ;;
+  *)
+    echo go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    ;;
+  esac
+}
+# group_tags GROUP: Go build tags. containerd without the snapshotters that need cgo
+# (btrfs, devmapper, zfs): the node uses overlayfs, and CGO_ENABLED=0 builds static binaries.
+group_tags() { if [ "$1" = containerd ]; then echo no_btrfs,no_devmapper,no_zfs; fi; }
 
 # stamp GROUP: identifies what the cached binaries of a group were built from:
 # the pins (go.mod without comments or the module line, go.sum) and the flags.
 stamp() {
-  local dir=$TOOLS_DIR
-  [ "$1" = kwok ] && dir=$KWOK_DIR
-  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1") $GCFLAGS") |
+  local dir
+  dir=$(group_src "$1")
+  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1") $GCFLAGS$(t=$(group_tags "$1") && echo "${t:+ tags=$t}")") |
     sha256sum | cut -d' ' -f1
 }
 
@@ -136,8 +207,10 @@ GCFLAGS="all=-dwarf=false"
 ldflags() {
   local v=k8s.io/component-base/version minor=${K8S_VERSION#v1.}
   minor=${minor%%.*}
-  if [ "$1" = k8s ]; then
+  if [ "$1" = k8s ] || [ "$1" = node ]; then
     echo "-s -w -X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+  elif [ "$1" = containerd ]; then
+    echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
   else
     echo "-s -w"
   fi
@@ -145,8 +218,8 @@ ldflags() {
 
 # group_missing GROUP: true if a binary of GROUP must be (re)built.
 group_missing() {
-  local names=("${K8S_BINARIES[@]}") b p
-  [ "$1" = kwok ] && names=(kwok)
+  local names b p
+  read -r -a names <<<"$(group_names "$1")"
   local dir
   dir=$(group_dir "$1")
   for b in "${names[@]}"; do
@@ -160,15 +233,10 @@ group_missing() {
 }
 
 build_group() {
-  local group=$1 dir=$TOOLS_DIR out pkgs tmp start
+  local group=$1 dir out pkgs tmp start
   out=$(group_dir "$group")
-  if [ "$group" = k8s ]; then
-    pkgs=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
-  else
-    dir=$KWOK_DIR
-    pkgs=(sigs.k8s.io/kwok/cmd/kwok)
-  fi
+  dir=$(group_src "$group")
+  read -r -a pkgs <<<"$(group_pkgs "$group")"
   mkdir -p "$out"
   tmp=$(mktemp -d "$out/.build.XXXXXX")
   start=$(date +%s)
@@ -176,7 +244,8 @@ build_group() {
   # -mod=readonly: the pins in go.mod/go.sum are the truth, never rewritten here.
   # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
-    go build -trimpath -gcflags "$GCFLAGS" -ldflags "$(ldflags "$group")" -o "$tmp/" "${pkgs[@]}") ||
+    go build -trimpath -tags "$(group_tags "$group")" -gcflags "$GCFLAGS" -ldflags "$(ldflags "$group")" \
+      -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }
   [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd" # go.etcd.io/etcd/server/v3 builds "server"
   local f
@@ -187,10 +256,13 @@ build_group() {
 }
 
 cmd_build() {
-  local groups=() g
+  local groups=() g wanted=(k8s kwok) names=("${ALL_BINARIES[@]}")
+  if [ "${1:-}" = --real-node ]; then
+    wanted+=(node containerd)
+    names+=("${NODE_BINARIES[@]}" "${CONTAINERD_BINARIES[@]}")
+  fi
   ensure_openssl # needed by `up`; installed here so CI's build step gets it
-  group_missing k8s && groups+=(k8s)
-  group_missing kwok && groups+=(kwok)
+  for g in "${wanted[@]}"; do group_missing "$g" && groups+=("$g"); done
   if [ ${#groups[@]} -gt 0 ]; then
     if ! command -v go >/dev/null 2>&1; then
       die "missing binaries (${ALL_BINARIES[*]}) and 'go' is not installed.
@@ -207,7 +279,7 @@ cmd_build() {
     done
     flock -u 9
   fi
-  for g in "${ALL_BINARIES[@]}"; do
+  for g in "${names[@]}"; do
     [ -x "$(bin_path "$g")" ] || die "binary $g missing after build: $(bin_path "$g")"
   done
 }
@@ -241,7 +313,7 @@ gen_pki() {
   openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=kube-controllers-rs-ca" -days 30 -out "$pki/ca.crt" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
   new_cert apiserver "/CN=kube-apiserver" "extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$KUBERNETES_SERVICE_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+subjectAltName=IP:127.0.0.1,IP:$API_ADDRESS,DNS:localhost,IP:$KUBERNETES_SERVICE_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   # Client identities. Bootstrap RBAC grants system:kube-controller-manager and
   # system:kube-scheduler exactly what those components need; admin and kwok
   # (which writes Node and Pod status like a kubelet) are in system:masters.
@@ -279,7 +351,7 @@ kind: Config
 clusters:
 - name: kube-controllers-rs
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$API_ADDRESS:$API_PORT
     certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
 users:
 - name: $2
@@ -448,11 +520,13 @@ stop_dir() {
 cmd_up() {
   FOREGROUND=0
   local nodes=2 dir=""
+  API_ADDRESS=127.0.0.1
   while [ $# -gt 0 ]; do
     case $1 in
     --foreground) FOREGROUND=1 ;;
     --dir) dir=$2; shift ;;
     --nodes) nodes=$2; shift ;;
+    --advertise-address) API_ADDRESS=$2; shift ;;
     *) die "unknown flag for up: $1" ;;
     esac
     shift
@@ -489,8 +563,12 @@ cmd_up() {
   # --endpoint-reconciler-type=none: since 1.37 the apiserver refuses to publish a
   # loopback address as the `kubernetes` Service's endpoints; nothing here reaches
   # the API server through that Service (no real Pods run), so none is published.
+  # With --advertise-address (a real node), the default reconciler publishes it.
+  local endpoints=(--endpoint-reconciler-type=none)
+  [ "$API_ADDRESS" = 127.0.0.1 ] || endpoints=(--kubelet-client-certificate="$pki/admin.crt"
+    --kubelet-client-key="$pki/admin.key" --kubelet-preferred-address-types=InternalIP)
   printf '%s\n' "$(bin_path kube-apiserver)" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --secure-port="$API_PORT" \
+    --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" "${endpoints[@]}" --secure-port="$API_PORT" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
@@ -518,11 +596,14 @@ cmd_up() {
     --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false --profiling=false --v=1
-  printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' >"$STATE/kwok.yaml"
-  # Default stages: Nodes get Ready + heartbeats (leases), Pods Running/Ready.
-  # --node-port=0 and no --server-address: kwok binds no port.
-  start kwok "$(bin_path kwok)" --kubeconfig="$STATE/kwok.kubeconfig" --config="$STATE/kwok.yaml" \
-    --manage-all-nodes=true --node-port=0 --node-ip=127.0.0.1
+  # kwok only with fake Nodes: it would take over a real node's Pods too (--manage-all-nodes).
+  if [ "$nodes" -gt 0 ]; then
+    printf 'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n' >"$STATE/kwok.yaml"
+    # Default stages: Nodes get Ready + heartbeats (leases), Pods Running/Ready.
+    # --node-port=0 and no --server-address: kwok binds no port.
+    start kwok "$(bin_path kwok)" --kubeconfig="$STATE/kwok.kubeconfig" --config="$STATE/kwok.yaml" \
+      --manage-all-nodes=true --node-port=0 --node-ip=127.0.0.1
+  fi
 
   local i manifest=""
   for i in $(seq 0 $((nodes - 1))); do
@@ -535,8 +616,10 @@ metadata:
 ---
 "
   done
-  printf '%s' "$manifest" | kubectl_admin apply -f - >/dev/null
-  wait_until 60 "kwok Nodes Ready" kubectl_admin wait --for=condition=Ready node --all --timeout=1s
+  if [ "$nodes" -gt 0 ]; then
+    printf '%s' "$manifest" | kubectl_admin apply -f - >/dev/null
+    wait_until 60 "kwok Nodes Ready" kubectl_admin wait --for=condition=Ready node --all --timeout=1s
+  fi
   wait_until 60 "ServiceAccount default/default (kube-controller-manager)" kubectl_admin get serviceaccount default -n default
   wait_until 30 "kube-controller-manager healthz" healthz "$KCM_PORT"
   wait_until 30 "kube-scheduler healthz" healthz "$SCHED_PORT"
@@ -544,7 +627,9 @@ metadata:
   cat >"$STATE/env" <<EOF
 KUBECONFIG=$STATE/kubeconfig
 KUBECTL=$(bin_path kubectl)
-APISERVER=https://127.0.0.1:$API_PORT
+APISERVER=https://$API_ADDRESS:$API_PORT
+API_ADDRESS=$API_ADDRESS
+API_PORT=$API_PORT
 ETCD=http://127.0.0.1:$ETCD_PORT
 READYZ_SECONDS=$t_readyz
 READY_SECONDS=$(elapsed "$t0")
@@ -673,6 +758,19 @@ cmd_restart_controller_manager() {
 # etcd_healthy PORT: etcd's /health says true.
 etcd_healthy() { curl -sS --max-time 2 "http://127.0.0.1:$1/health" | grep -q '"health":"true"'; }
 
+# client-kubeconfig DIR NAME SUBJECT: a client certificate for SUBJECT signed by the
+# cluster CA and a kubeconfig for it, $DIR/NAME.kubeconfig (hack/node.sh: the kubelet's
+# system:node identity, kube-proxy's).
+cmd_client_kubeconfig() {
+  STATE=$(state_arg "${1:-}")
+  [ $# -eq 3 ] || die "usage: client-kubeconfig DIR NAME SUBJECT"
+  API_ADDRESS=$(sed -n 's/^API_ADDRESS=//p' "$STATE/env")
+  API_PORT=$(sed -n 's/^API_PORT=//p' "$STATE/env")
+  new_cert "$2" "$3" "extendedKeyUsage=clientAuth"
+  write_kubeconfig "$STATE/$2.kubeconfig" "$2"
+  echo "$STATE/$2.kubeconfig"
+}
+
 cmd_down() {
   local dir
   dir=$(state_arg "${1:-}")
@@ -682,13 +780,14 @@ cmd_down() {
 }
 
 case ${1:-} in
-build) cmd_build && echo "$BIN_DIR" ;;
+build) shift; cmd_build "$@" && echo "$BIN_DIR" ;;
 up) shift; cmd_up "$@" ;;
 down) shift; cmd_down "$@" ;;
 restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
 restart-etcd) shift; cmd_restart_etcd "$@" ;;
 restart-controller-manager) shift; cmd_restart_controller_manager "$@" ;;
 status) shift; cmd_status "$@" ;;
+client-kubeconfig) shift; cmd_client_kubeconfig "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
 version) echo "$K8S_VERSION" ;;
 *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;

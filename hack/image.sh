@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Build container images without a registry: the base is made here from Debian's packages
+# (hack/image/rootfs.sh), the image with podman (Debian's package), the result saved as
+# an OCI archive that `ctr images import`, `kind load image-archive` and `podman load`
+# all read.
+#
+#   hack/image.sh [controllers|pause|nginx|all]     (default: controllers)
+#
+#   controllers  kube-controllers-rs:dev: the three controller binaries on the runtime
+#                root filesystem of rootfs.sh (glibc, CA certificates, uid 65532), the
+#                same files, user and entrypoint as the Dockerfile (hack/verify-image.sh).
+#   pause        registry.k8s.io/pause:<the release's version>: the sandbox image a
+#                real node's containerd needs, built from pause.c in the pinned
+#                k8s.io/kubernetes module (a static C program, compiled with gcc).
+#   nginx        nginx-debian:<Debian's version>: Debian's nginx on its libraries, serving
+#                /usr/share/nginx/html on port 80 like the official nginx image (what
+#                MyWeb's Deployment mounts its page into).
+#
+# Knobs:
+#   IMAGE_OUT_DIR   where the archives go (default ~/.cache/kube-controllers-rs/images);
+#                   each is <name>.oci.tar, and the script prints its path.
+#   IMAGE_BIN_DIR   take the three binaries from this directory instead of building them
+#                   (CI passes the dev-profile binaries its one cargo build made: the
+#                   release build, fat LTO, costs about 10 CPU-minutes more).
+#   IMAGE_TAG       the controllers' tag (default dev; deploy/ uses kube-controllers-rs:dev).
+#
+# Needs: root or rootless podman, Debian's apt (apt-get download), gcc for pause.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
+OUT_DIR=${IMAGE_OUT_DIR:-$CACHE_ROOT/images}
+CONTROLLER_BINARIES=(sample-controller vm-controller myweb-operator)
+log() { printf '[image] %s\n' "$*" >&2; }
+die() { printf '[image] error: %s\n' "$*" >&2; exit 1; }
+
+ensure_tools() {
+  local missing=()
+  command -v podman >/dev/null 2>&1 || missing+=(podman)
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  command -v apt-get >/dev/null 2>&1 || die "install ${missing[*]} (podman builds the images)"
+  log "installing ${missing[*]} with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+}
+
+# build_image NAME CONTEXT: podman build CONTEXT (its Containerfile), saved as NAME's archive.
+# --timestamp 0: the layers and the config carry no build time, so the same files give
+# the same image ID.
+build_image() {
+  local name=$1 ctx=$2 archive
+  archive=$OUT_DIR/$(basename "${name%%:*}").oci.tar
+  mkdir -p "$OUT_DIR"
+  podman build -q --timestamp 0 -t "$name" -f "$ctx/Containerfile" "$ctx" >/dev/null
+  rm -f "$archive"
+  podman save -q --format oci-archive -o "$archive" "$name"
+  log "$name -> $archive ($(du -h "$archive" | cut -f1))"
+  echo "$archive"
+}
+
+controllers() {
+  local ctx=$1 bin_dir=${IMAGE_BIN_DIR:-} b
+  if [ -z "$bin_dir" ]; then
+    log "cargo build --release of the three binaries (fat LTO: several minutes cold)"
+    (cd "$REPO_ROOT" && cargo build --release --locked -p sample-controller-bin -p vm-controller-bin -p myweb-operator-bin)
+    bin_dir=$(cd "$REPO_ROOT" && cargo metadata --format-version 1 --no-deps | jq -r .target_directory)/release
+  fi
+  bash "$REPO_ROOT/hack/image/rootfs.sh" "$ctx/rootfs"
+  mkdir -p "$ctx/bin"
+  for b in "${CONTROLLER_BINARIES[@]}"; do
+    [ -x "$bin_dir/$b" ] || die "no $b in $bin_dir"
+    install -m 755 "$bin_dir/$b" "$ctx/bin/$b"
+  done
+  cp "$REPO_ROOT/hack/image/Containerfile" "$ctx/Containerfile"
+  build_image "docker.io/library/kube-controllers-rs:${IMAGE_TAG:-dev}" "$ctx"
+}
+
+pause() {
+  local ctx=$1 mod version
+  version=$(bash "$REPO_ROOT/hack/control-plane.sh" version)
+  mod=$(cd "$REPO_ROOT/hack/tools/control-plane" && go mod download -json "k8s.io/kubernetes@$version" | jq -r .Dir)
+  local pv
+  pv=$(sed -n 's/^\s*PauseVersion = "\(.*\)"/\1/p' "$mod/cmd/kubeadm/app/constants/constants.go")
+  [ -n "$pv" ] || die "no PauseVersion in k8s.io/kubernetes@$version"
+  # The flags of build/pause/Makefile: small, static, warnings are errors.
+  gcc -Os -Wall -Werror -static -DVERSION="v$pv" -o "$ctx/pause" "$mod/build/pause/linux/pause.c"
+  strip "$ctx/pause"
+  printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Containerfile"
+  build_image "registry.k8s.io/pause:$pv" "$ctx"
+}
+
+nginx() {
+  local ctx=$1 v
+  v=$(apt-cache policy nginx | awk '/Candidate:/ { print $2 }')
+  bash "$REPO_ROOT/hack/image/rootfs.sh" "$ctx/rootfs" nginx nginx-common libc6 libcrypt1 libpcre2-8-0 libssl3 zlib1g
+  # The official image's layout: pages in /usr/share/nginx/html, logs to the container's
+  # stdout and stderr, temporary files in /tmp (the rest of the root can be read-only).
+  mkdir -p "$ctx/rootfs/usr/share/nginx/html" "$ctx/rootfs/var/lib/nginx" "$ctx/rootfs/var/log/nginx"
+  cat >"$ctx/rootfs/etc/nginx/nginx.conf" <<'EOF'
+user nobody nogroup;
+worker_processes 1;
+pid /tmp/nginx.pid;
+error_log stderr notice;
+events { worker_connections 256; }
+http {
+  include /etc/nginx/mime.types;
+  access_log /dev/stdout;
+  client_body_temp_path /tmp/client_body;
+  proxy_temp_path /tmp/proxy;
+  fastcgi_temp_path /tmp/fastcgi;
+  uwsgi_temp_path /tmp/uwsgi;
+  scgi_temp_path /tmp/scgi;
+  server {
+    listen 80;
+    root /usr/share/nginx/html;
+    index index.html;
+  }
+}
+EOF
+  printf 'nogroup:x:65534:\n' >>"$ctx/rootfs/etc/group"
+  printf '<h1>nginx from Debian</h1>\n' >"$ctx/rootfs/usr/share/nginx/html/index.html"
+  printf 'FROM scratch\nCOPY rootfs/ /\nEXPOSE 80\nSTOPSIGNAL SIGQUIT\nENTRYPOINT ["/usr/sbin/nginx", "-g", "daemon off;"]\n' >"$ctx/Containerfile"
+  build_image "docker.io/library/nginx-debian:${v%%-*}" "$ctx"
+}
+
+ensure_tools
+what=${1:-controllers}
+work=$(mktemp -d "${TMPDIR:-/tmp}/kube-controllers-rs-image.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+case $what in
+controllers | pause | nginx) mkdir -p "$work/$what" && "$what" "$work/$what" ;;
+all) for w in controllers pause nginx; do mkdir -p "$work/$w" && "$w" "$work/$w"; done ;;
+*) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
