@@ -23,7 +23,12 @@
 #      object is);
 #   6. myweb-operator (built with crates/runtime/builder) starts; the example MyWeb gets its
 #      ConfigMap (the page), nginx Deployment and NodePort Service, and turns Ready;
-#   7. the MyWeb's page is changed and the ConfigMap follows (the Deployment rolls).
+#   7. the MyWeb's page is changed and the ConfigMap follows (the Deployment rolls);
+#   8. on a REAL node (hack/node.sh: containerd, kubelet, kube-proxy; needs root, so only
+#      when run as root; DEMO_REAL_NODE=0 skips it): the controllers' image is built here
+#      (hack/image.sh, no registry), loaded into the node, myweb-operator deployed as a user
+#      deploys it (kubectl apply -k deploy/myweb-operator), and a MyWeb's nginx Pod serves
+#      its page: `curl http://127.0.0.1:<nodePort>/` shows it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +54,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
   if [ -d "$state/cp" ]; then bash hack/control-plane.sh down "$state/cp" >/dev/null 2>&1; fi
+  if [ -n "${real_node_dir:-}" ] && [ -d "$real_node_dir" ]; then bash hack/node.sh down "$real_node_dir" >/dev/null 2>&1; fi
   # Whatever the vm-controller left (it should be nothing) goes with the state dir.
   pkill -f "qemu-system.*$state/vms" 2>/dev/null
   rm -rf "$state"
@@ -69,6 +75,40 @@ wait_until() {
 jsonpath_is() { # jsonpath_is EXPECTED kubectl-get-args... -o jsonpath=...
   local expected=$1; shift
   [ "$(kubectl get "$@")" = "$expected" ]
+}
+
+# real_node_demo: MyWeb in-cluster on a real node, its page over the NodePort.
+real_node_demo() {
+  say "A real node: the image built without a registry, myweb-operator in a Pod, nginx serving the page"
+  IMAGE_BIN_DIR=$bin bash hack/image.sh controllers >"$state/controllers-archive"
+  bash hack/image.sh nginx >"$state/nginx-archive"
+  local nginx_image
+  nginx_image=$(tar -xOf "$(cat "$state/nginx-archive")" index.json |
+    jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]')
+  mkdir -p "$state/node"
+  bash hack/node.sh up --dir "$state/node" >/dev/null
+  real_node_dir=$state/node
+  bash hack/node.sh load --dir "$state/node" "$(cat "$state/controllers-archive")" "$(cat "$state/nginx-archive")"
+  local -x KUBECONFIG=$state/node/cp/kubeconfig
+  kubectl get nodes -o wide
+  kubectl apply -f deploy/crds/operator.k8s-summit.org_mywebs.yaml >/dev/null
+  kubectl wait --for condition=established --timeout=60s crd/mywebs.operator.k8s-summit.org >/dev/null
+  # deploy/myweb-operator as it is, without its admission webhook (its certificate comes
+  # from cert-manager; hack/e2e-real-node.sh shows the webhook too).
+  kubectl apply -f deploy/myweb-operator/namespace.yaml -f deploy/myweb-operator/rbac.yaml \
+    -f deploy/myweb-operator/deployment.yaml
+  kubectl -n kube-controllers create secret generic myweb-operator-webhook-server-cert \
+    --from-file=tls.crt="$WEBHOOK_CERT_DIR/tls.crt" --from-file=tls.key="$WEBHOOK_CERT_DIR/tls.key" >/dev/null
+  wait_until "myweb-operator Available on the real node" 180 \
+    kubectl -n kube-controllers rollout status deploy/myweb-operator --timeout=2s
+  kubectl -n kube-controllers get pods -o wide
+  sed -e "s|image: nginx:1.27|image: ${nginx_image#docker.io/library/}|" deploy/myweb-operator/myweb.yaml | kubectl apply -f -
+  wait_until "MyWeb myweb-sample's nginx Pod Available on the real node" 180 \
+    kubectl rollout status deploy/myweb-sample --timeout=2s
+  wait_until "the page on http://127.0.0.1:30080/" 60 curl -fsS --max-time 3 http://127.0.0.1:30080/
+  say "curl http://127.0.0.1:30080/ (MyWeb's page, served by nginx in a Pod on the real node)"
+  curl -fsS --max-time 3 http://127.0.0.1:30080/ | tee "$state/page.html"
+  grep -q 'Hello from MyWeb!' "$state/page.html" || fail "the page over the NodePort is not MyWeb's"
 }
 
 say "Building what the demo needs"
@@ -234,6 +274,13 @@ kubectl get events --field-selector involvedObject.kind=MyWeb
 
 say "myweb-operator's /metrics (excerpt)"
 curl -s http://127.0.0.1:18084/metrics | grep -E '^(controller_runtime_reconcile_total|leader_election_master_status)' || true
+
+# 8. The tutorial's last step for real: a browser (here curl) on the node's port.
+if [ "${DEMO_REAL_NODE:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+  real_node_demo
+elif [ "${DEMO_REAL_NODE:-1}" != 0 ]; then
+  say "Skipping the real-node step: it needs root (network namespaces, mounts, cgroups)"
+fi
 
 say "Demo checks passed"
 if [ "$interactive" = 0 ]; then

@@ -10,6 +10,7 @@
 #                                    containerd (what `kind load image-archive` does)
 #   hack/node.sh down [DIR]          stop everything and undo every change to the host
 #   hack/node.sh check-clean         fail if anything of a node is left on the host
+#   hack/node.sh packages            install what a node needs from Debian (apt-get)
 #
 # Everything stays on this machine. The node's network is one bridge, kcr0, with the
 # node's address 10.244.0.1/24 (also the address kube-apiserver binds to, so Pods reach it
@@ -59,6 +60,7 @@ ensure_packages() {
   [ -x "$CNI_BIN_DIR/bridge" ] || missing+=(containernetworking-plugins)
   command -v iptables >/dev/null 2>&1 || missing+=(iptables)
   command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
+  command -v podman >/dev/null 2>&1 || missing+=(podman) # hack/image.sh
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} with apt-get"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
@@ -107,6 +109,10 @@ state = '$STATE/containerd/state'
   address = '$STATE/containerd.sock'
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
+[plugins.'io.containerd.cri.v1.images'.registry]
+  # Every registry is 127.0.0.1:9 (nothing listens): a pull fails here, at once, and
+  # never leaves the machine. Images are imported (\`hack/node.sh load\`).
+  config_path = '$STATE/registry-hosts'
 [plugins.'io.containerd.cri.v1.images'.pinned_images]
   sandbox = '$PAUSE_IMAGE'
 [plugins.'io.containerd.cri.v1.runtime']
@@ -124,6 +130,8 @@ state = '$STATE/containerd/state'
   bin_dirs = ['$CNI_BIN_DIR']
   conf_dir = '$STATE/cni/net.d'
 EOF
+  mkdir -p "$STATE/registry-hosts/_default"
+  printf 'server = "http://127.0.0.1:9"\n' >"$STATE/registry-hosts/_default/hosts.toml"
   # The bridge plugin on our bridge; host-local addresses; no masquerade (nothing leaves).
   cat >"$STATE/cni/net.d/10-kcr.conflist" <<EOF
 {
@@ -261,6 +269,7 @@ KUBECTL=$(bin kubectl)
 NODE_NAME=$NODE_NAME
 NODE_IP=$NODE_IP
 CONTAINERD_ADDRESS=$STATE/containerd.sock
+CTR=$CONTAINERD_BIN/ctr
 EOF
   touch "$STATE/ready"
   log "real node $NODE_NAME Ready (state: $STATE)"
@@ -385,6 +394,7 @@ cmd_check_clean() {
 }
 
 case ${1:-} in
+packages) ensure_packages ;;
 up) shift; cmd_up "$@" ;;
 load) shift; cmd_load "$@" ;;
 down) shift; cmd_down "$@" ;;

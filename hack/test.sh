@@ -74,15 +74,21 @@ phase "rustup components (rustfmt, clippy)" bash -c '
 # suites run on it again at the end). Built with Go on a cold machine (docs/testing.md).
 # One job builds both, newest first (`build` serialises on one lock anyway); the oldest
 # under `nice`, as it is needed only at the end.
+# Then the real node's kubelet, kube-proxy and containerd (hack/node.sh), needed by the
+# real-node e2e after the tests, and the oldest release last.
 bg_start control-plane bash -c '
   bash hack/control-plane.sh build
   echo "[control-plane] newest ready" >&2
   touch "$1"
-  K8S_VERSION=oldest nice -n 19 bash hack/control-plane.sh build' _ "$PHASE_DIR/newest-ready"
+  nice -n 19 bash hack/control-plane.sh build --real-node
+  echo "[control-plane] real node ready" >&2
+  touch "$2"
+  K8S_VERSION=oldest nice -n 19 bash hack/control-plane.sh build' _ "$PHASE_DIR/newest-ready" "$PHASE_DIR/real-node-ready"
 # The system packages: QEMU for the VirtualMachine controller's real driver
-# (crates/controllers/vm-driver) and Chromium for the pipeline page's browser test (the
-# sample-controller e2e suite). apt is network-bound: it overlaps the lints.
-bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromium.sh'
+# (crates/controllers/vm-driver), Chromium for the pipeline page's browser test (the
+# sample-controller e2e suite), and podman, runc, the CNI plugins, iptables and conntrack
+# for the real node (hack/node.sh). apt is network-bound: it overlaps the lints.
+bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromium.sh && bash hack/node.sh packages'
 # The fuzz targets build in a target dir of their own with their own flags (libFuzzer
 # instrumentation, nightly): nothing to share with target/, so they fill idle CPU.
 # At opt-level 1 (FUZZ_OPT_LEVEL): 5 s per target keeps about 3/4 of the executions of
@@ -130,6 +136,14 @@ delta_fifo_reruns() (
 )
 phase "cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)" delta_fifo_reruns
 
+# The in-cluster path on a REAL node (hack/e2e-real-node.sh): the image built here
+# without a registry, deploy/ applied as it is, probes, webhooks through Services, a
+# leader takeover, MyWeb's page over its NodePort. Mostly waiting (Pods starting, the
+# liveness probe failing three times), so it runs in the background beside the loom
+# models and the fuzz targets (neither is timing-sensitive) and is done before the soak.
+bg_wait_file control-plane "$PHASE_DIR/real-node-ready"
+bg_start e2e-real-node env IMAGE_BIN_DIR="$CARGO_TARGET_DIR/debug" bash hack/e2e-real-node.sh
+
 # The workqueue's spin lock and slot arena under every interleaving loom explores: the
 # `unsafe` whose soundness rests on ordering between threads (built above).
 bg_wait loom-build
@@ -141,6 +155,8 @@ phase "loom models of the workqueue's spin lock and slot arena (--cfg loom)" \
 # background. Longer runs by hand: FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
 bg_wait fuzz-build
 phase "hack/fuzz.sh (every fuzz target, ${FUZZ_SECONDS:-5}s each)" env -u CARGO_TARGET_DIR bash hack/fuzz.sh
+
+bg_wait e2e-real-node
 
 # The chaos soak, short: two replicas of every binary with leader election, 200 Foos,
 # 40 VirtualMachines and 6 MyWebs under writes, while a seeded nemesis overlaps faults
