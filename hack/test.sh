@@ -76,7 +76,7 @@ phase "rustup components (rustfmt, clippy)" bash -c '
 # under `nice`, as it is needed only at the end.
 # Then the real node's kubelet, kube-proxy and containerd (hack/node.sh), needed by the
 # real-node e2e after the tests, and the oldest release last.
-bg_start control-plane bash -c '
+bg_start control-plane bash -c 'set -e
   bash hack/control-plane.sh build
   echo "[control-plane] newest ready" >&2
   touch "$1"
