@@ -127,6 +127,20 @@ phase "hack/verify-crds.sh (deploy/crds generated from crates/controllers/apis, 
 bg_wait_file control-plane "$PHASE_DIR/newest-ready"
 bg_wait packages
 
+# The in-cluster path on a REAL node (hack/e2e-real-node.sh): the image built here
+# without a registry, deploy/ applied as it is, probes, webhooks through Services, a
+# leader takeover, MyWeb's page over its NodePort. About 2.5 minutes, mostly waiting
+# (Pods starting, the liveness probe failing three times): it runs in the background,
+# niced, beside the tests, as soon as the real node's binaries are built (the job waits
+# for them itself; a failed control-plane job ends it), and must be done before the soak.
+bg_start e2e-real-node bash -c '
+  while [ ! -e "$1" ]; do
+    [ -e "$2" ] && { echo "the control-plane job ended without the real node binaries" >&2; exit 1; }
+    sleep 2
+  done
+  IMAGE_BIN_DIR="$3" exec nice -n 10 bash hack/e2e-real-node.sh' _ \
+  "$PHASE_DIR/real-node-ready" "$PHASE_DIR/control-plane.done" "$CARGO_TARGET_DIR/debug"
+
 phase "cargo test (unit, integration, e2e and doc tests)" cargo test --workspace --locked
 
 delta_fifo_reruns() (
@@ -135,14 +149,6 @@ delta_fifo_reruns() (
     e2e_informer e2e_pager
 )
 phase "cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)" delta_fifo_reruns
-
-# The in-cluster path on a REAL node (hack/e2e-real-node.sh): the image built here
-# without a registry, deploy/ applied as it is, probes, webhooks through Services, a
-# leader takeover, MyWeb's page over its NodePort. Mostly waiting (Pods starting, the
-# liveness probe failing three times), so it runs in the background beside the loom
-# models and the fuzz targets (neither is timing-sensitive) and is done before the soak.
-bg_wait_file control-plane "$PHASE_DIR/real-node-ready"
-bg_start e2e-real-node env IMAGE_BIN_DIR="$CARGO_TARGET_DIR/debug" bash hack/e2e-real-node.sh
 
 # The workqueue's spin lock and slot arena under every interleaving loom explores: the
 # `unsafe` whose soundness rests on ordering between threads (built above).
