@@ -215,15 +215,22 @@ save_host_state() {
   [ -e /run/containerd ] || touch "$STATE/remove-run-containerd"
 }
 
-cmd_up() {
-  local dir=""
+# parse_args ARG...: --dir D into DIR, the rest into ARGS.
+parse_args() {
+  DIR="" ARGS=()
   while [ $# -gt 0 ]; do
     case $1 in
-    --dir) dir=$2; shift ;;
-    *) die "unknown flag for up: $1" ;;
+    --dir) DIR=$2; shift ;;
+    *) ARGS+=("$1") ;;
     esac
     shift
   done
+}
+
+cmd_up() {
+  parse_args "$@"
+  [ ${#ARGS[@]} -eq 0 ] || die "unknown arguments for up: ${ARGS[*]}"
+  local dir=$DIR
   [ "$(id -u)" = 0 ] || die "a real node needs root (network namespaces, mounts, cgroups)"
   ensure_packages
   bash "$CP" build --real-node >/dev/null
@@ -293,15 +300,9 @@ state_arg() {
 }
 
 cmd_load() {
-  local archives=() dir=""
-  while [ $# -gt 0 ]; do
-    case $1 in
-    --dir) dir=$2; shift ;;
-    *) archives+=("$1") ;;
-    esac
-    shift
-  done
-  STATE=$(state_arg "$dir")
+  parse_args "$@"
+  local archives=("${ARGS[@]}")
+  STATE=$(state_arg "$DIR")
   CONTAINERD_BIN=$(containerd_bin)
   local a
   for a in "${archives[@]}"; do

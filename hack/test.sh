@@ -16,8 +16,9 @@
 #     newest control plane (needed by `cargo test`), then the oldest release and the fuzz
 #     targets under `nice` (needed near the end).
 #   - Builds are cached outside the clone (CI clones afresh every time): the control
-#     plane, the fuzz build, the loom build (other flags: a target dir of its own) and
-#     the cargo target directory.
+#     plane, the fuzz build, the loom build (other flags: a target dir of its own), the
+#     lints' check build (clippy and rustdoc, niced in the background: a target dir of its
+#     own so they never wait on the build's lock) and the cargo target directory.
 # Every phase is timed; the table at the end says where the time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,7 @@ done
 cache_root=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 [ -d "${FUZZ_TARGET_DIR:-$cache_root/fuzz-target}" ] || cold=cold
 [ -d "${CARGO_TARGET_DIR:-$cache_root/cargo-target}/debug/deps" ] || cold=cold
+[ -d "${LINT_TARGET_DIR:-$cache_root/lint-target}/debug/deps" ] || cold=cold
 phases_init "$cold"
 
 # --- The cargo target directory: in the cache, like the fuzz build -------------------
@@ -87,7 +89,7 @@ bg_start control-plane bash -c 'set -e
 # The system packages: QEMU for the VirtualMachine controller's real driver
 # (crates/controllers/vm-driver), Chromium for the pipeline page's browser test (the
 # sample-controller e2e suite), and podman, runc, the CNI plugins, iptables and conntrack
-# for the real node (hack/node.sh). apt is network-bound: it overlaps the lints.
+# for the real node (hack/node.sh). apt is network-bound: it overlaps the build.
 bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromium.sh && bash hack/node.sh packages'
 # The fuzz targets build in a target dir of their own with their own flags (libFuzzer
 # instrumentation, nightly): nothing to share with target/, so they fill idle CPU.
@@ -108,11 +110,18 @@ phase "cargo fmt --check" cargo fmt --all -- --check
 phase "hack/verify-layout.sh (README and docs/architecture.md name every crate; no dependency up a tier)" \
   bash hack/verify-layout.sh
 
-phase "cargo clippy --all-targets -D warnings" \
+# Lints and docs: clippy -D warnings, then rustdoc (every public item documented, no
+# broken links). Neither shares work with the one build (a check build of the
+# dependencies and rustdoc make no machine code the tests could run), so they run in a
+# target dir of their own, in the background, niced: they take the CPU the tests leave
+# idle instead of sitting between fmt and the build. Their result is collected at the end.
+lint_target=${LINT_TARGET_DIR:-$cache_root/lint-target}
+bg_start lints nice -n 19 env CARGO_TARGET_DIR="$lint_target" bash -c '
+  set -e
+  echo "==> cargo clippy --workspace --all-targets -- -D warnings"
   cargo clippy --workspace --all-targets --locked -- -D warnings
-
-phase "cargo doc (every public item documented, no broken links)" \
-  env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+  echo "==> cargo doc --workspace --no-deps (RUSTDOCFLAGS=-D warnings)"
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked'
 
 # The one build: every test target and every binary with the workspace's feature set
 # (dev-dependencies on, as `cargo test --workspace` resolves them). The tests, the
@@ -186,6 +195,8 @@ phase "e2e suites of the cache, the Foo controller and testenv's api on the olde
 
 phase "hack/demo.sh --non-interactive (the README's main command, end to end)" \
   env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
+
+bg_wait lints
 
 # Recorded so a growing build footprint shows up in CI logs before it fills a disk.
 log "disk: $CARGO_TARGET_DIR is $(du -sh "$CARGO_TARGET_DIR" 2>/dev/null | cut -f1); $(df -h "$CARGO_TARGET_DIR" | awk 'NR==2 {print $4}') free"
