@@ -269,7 +269,11 @@ jwt_exp() {
   base64 -d <<<"$p" | jq -r .exp
 }
 token_rotation() {
+  # This Pod is the only sample-controller left. It serves no webhook, so the Foo
+  # webhook's registration goes too: with failurePolicy Fail and no endpoint behind its
+  # Service, every Foo create would be refused (the webhooks were shown above).
   k -n "$NS" scale deploy/sample-controller --replicas=0 >/dev/null
+  k delete validatingwebhookconfiguration sample-controller-validating-webhook-configuration >/dev/null
   k apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
