@@ -24,6 +24,7 @@
 #                                               /O=system:nodes/CN=system:node:n1) and
 #                                               DIR/NAME.kubeconfig using it
 #   hack/control-plane.sh bin-dir               print where the binaries are cached
+#   hack/control-plane.sh bin-path NAME         print the path of one binary (kubelet, ctr, ...)
 #   hack/control-plane.sh version               print the Kubernetes version selected
 #
 # KUBE_APISERVER_EXTRA_ARGS: extra kube-apiserver flags, split on whitespace (e.g.
@@ -69,6 +70,8 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/host.sh
+source "$REPO_ROOT/hack/lib/host.sh"
 TOOLS_ROOT=$REPO_ROOT/hack/tools/control-plane
 KWOK_DIR=$TOOLS_ROOT/kwok
 
@@ -194,9 +197,10 @@ group_tags() { if [ "$1" = containerd ]; then echo no_btrfs,no_devmapper,no_zfs;
 # stamp GROUP: identifies what the cached binaries of a group were built from:
 # the pins (go.mod without comments or the module line, go.sum) and the flags.
 stamp() {
-  local dir
+  local dir tags
   dir=$(group_src "$1")
-  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1") $GCFLAGS$(t=$(group_tags "$1") && echo "${t:+ tags=$t}")") |
+  tags=$(group_tags "$1")
+  cat <(grep -v -e '^//' -e '^module ' "$dir/go.mod") "$dir/go.sum" <(echo "flags=$(ldflags "$1") $GCFLAGS${tags:+ tags=$tags}") |
     sha256sum | cut -d' ' -f1
 }
 
@@ -288,12 +292,8 @@ cmd_build() {
 
 ensure_openssl() {
   command -v openssl >/dev/null 2>&1 && return 0
-  command -v apt-get >/dev/null 2>&1 || die "openssl is required; install it with your package manager"
   log "installing openssl with apt-get"
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get install -y -qq openssl >/dev/null 2>&1 ||
-    { $sudo apt-get update -qq && $sudo apt-get install -y -qq openssl >/dev/null; }
+  apt_install openssl || die "openssl is required; install it with your package manager"
 }
 
 # new_cert NAME SUBJECT EXTENSIONS: EC P-256 key (PKCS#8) + cert signed by the CA.
@@ -369,11 +369,6 @@ EOF
 }
 
 # ----------------------------------------------------------------- processes --
-
-# free_ports N: N distinct free loopback TCP ports (all bound at once, then released).
-free_ports() {
-  perl -MIO::Socket::INET -e 'my @s = map { IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1:0", ReuseAddr => 1) or die "bind: $!" } 1..$ARGV[0]; print join(" ", map { $_->sockport } @s), "\n"' "$1"
-}
 
 # start NAME CMD...: start a component, log to $STATE/logs/NAME.log, record its pid.
 start() {
@@ -789,6 +784,7 @@ restart-controller-manager) shift; cmd_restart_controller_manager "$@" ;;
 status) shift; cmd_status "$@" ;;
 client-kubeconfig) shift; cmd_client_kubeconfig "$@" ;;
 bin-dir) echo "$BIN_DIR" ;;
+bin-path) bin_path "${2:?usage: bin-path NAME}" ;;
 version) echo "$K8S_VERSION" ;;
 *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

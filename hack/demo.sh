@@ -97,6 +97,8 @@ real_node_demo() {
   # from cert-manager; hack/e2e-real-node.sh shows the webhook too).
   kubectl apply -f deploy/myweb-operator/namespace.yaml -f deploy/myweb-operator/rbac.yaml \
     -f deploy/myweb-operator/deployment.yaml
+  # The Deployment mounts the webhook's Secret and waits for it; the control plane's
+  # webhook certificate fills it (no webhook is registered, so nothing calls it).
   kubectl -n kube-controllers create secret generic myweb-operator-webhook-server-cert \
     --from-file=tls.crt="$WEBHOOK_CERT_DIR/tls.crt" --from-file=tls.key="$WEBHOOK_CERT_DIR/tls.key" >/dev/null
   wait_until "myweb-operator Available on the real node" 180 \

@@ -28,6 +28,8 @@
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/host.sh
+source "$REPO_ROOT/hack/lib/host.sh"
 CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 OUT_DIR=${IMAGE_OUT_DIR:-$CACHE_ROOT/images}
 CONTROLLER_BINARIES=(sample-controller vm-controller myweb-operator)
@@ -39,10 +41,8 @@ ensure_tools() {
   command -v podman >/dev/null 2>&1 || missing+=(podman)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc)
   [ ${#missing[@]} -eq 0 ] && return 0
-  command -v apt-get >/dev/null 2>&1 || die "install ${missing[*]} (podman builds the images)"
   log "installing ${missing[*]} with apt-get"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  apt_install "${missing[@]}" || die "install ${missing[*]} (podman builds the images)"
 }
 
 # build_image NAME CONTEXT: podman build CONTEXT (its Containerfile), saved as NAME's archive.

@@ -40,6 +40,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 CP=$REPO_ROOT/hack/control-plane.sh
+# shellcheck source=hack/lib/host.sh
+source "$REPO_ROOT/hack/lib/host.sh"
 BRIDGE=kcr0
 NODE_IP=10.244.0.1
 POD_CIDR=10.244.0.0/24
@@ -63,17 +65,12 @@ ensure_packages() {
   command -v podman >/dev/null 2>&1 || missing+=(podman) # hack/image.sh
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} with apt-get"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  apt_install "${missing[@]}"
   for p in runc iptables conntrack; do command -v "$p" >/dev/null 2>&1 || die "$p missing after apt-get"; done
 }
 
-bin() { echo "$(bash "$CP" bin-dir)/$1"; }
-
-# free_ports N: N free loopback TCP ports.
-free_ports() {
-  perl -MIO::Socket::INET -e 'my @s = map { IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1:0", ReuseAddr => 1) or die "bind: $!" } 1..$ARGV[0]; print join(" ", map { $_->sockport } @s), "\n"' "$1"
-}
+# bin NAME: the cached binary (kubelet, kube-proxy, kubectl, containerd, ctr, ...).
+bin() { bash "$CP" bin-path "$1"; }
 
 # start NAME CMD...: a component in its own session, logging to $STATE/logs/NAME.log.
 start() {
@@ -285,12 +282,7 @@ EOF
   echo "# stop with: $0 down $STATE"
 }
 
-containerd_bin() {
-  local d
-  d=$(bash "$CP" bin-dir)
-  d=$(dirname "$(dirname "$d")")
-  ls -d "$d"/containerd-*/bin | tail -1
-}
+containerd_bin() { dirname "$(bin containerd)"; }
 
 state_arg() {
   local d=${1:-}
