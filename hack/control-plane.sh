@@ -247,7 +247,9 @@ build_group() {
   log "building ${group} binaries (${pkgs[*]}) into $out; a cold build takes a long time, see docs/testing.md"
   # -mod=readonly: the pins in go.mod/go.sum are the truth, never rewritten here.
   # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
-  (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
+  # GOGC=400: the compiler collects garbage a quarter as often (10 % less CPU building
+  # client-go cold, docs/testing.md) for more memory (0.6 GB instead of 0.35 at peak).
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" GOGC="${GOGC:-400}" \
     go build -trimpath -tags "$(group_tags "$group")" -gcflags "$GCFLAGS" -ldflags "$(ldflags "$group")" \
       -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }

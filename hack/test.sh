@@ -173,6 +173,27 @@ phase "hack/fuzz.sh (every fuzz target, ${FUZZ_SECONDS:-5}s each)" env -u CARGO_
 
 bg_wait e2e-real-node
 
+# The last three tiers mostly wait (on control planes starting, Pods, leases running
+# out, convergence), so they run side by side: the oldest release's suites and the demo
+# in the background, the soak in the foreground. Each has its own control plane on
+# free ports; the real node is free again (the real-node e2e is done).
+#
+# The oldest release we support: a feature the newest server has and this one lacks
+# (an API field or feature added after it) must be detected with a fallback, never a
+# crash. testenv's api test checks the server really is that release. Its binaries come
+# last in the control-plane job, which this waits for.
+bg_start oldest-release bash -c '
+  set -e
+  while [ ! -e "$1" ]; do sleep 2; done
+  read -r _ _ rc <"$1"; [ "$rc" = 0 ] || { echo "the control-plane job failed" >&2; exit 1; }
+  source hack/lib/test-binaries.sh
+  export K8S_VERSION=oldest
+  run_test_binaries cache e2e_informer e2e_pager
+  run_test_binaries foo-controller e2e
+  run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
+# The README's main command, end to end.
+bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
+
 # The chaos soak, short: two replicas of every binary with leader election, 200 Foos,
 # 40 VirtualMachines and 6 MyWebs under writes, while a seeded nemesis overlaps faults
 # for 90 s; then every invariant (docs/reliability.md). The seed is printed;
@@ -180,22 +201,9 @@ bg_wait e2e-real-node
 # DURATION=30m FOOS=1000 VMS=200 MYWEBS=20 REPLICAS=3 bash hack/chaos.sh.
 phase "hack/chaos.sh (the short chaos soak)" env SKIP_CARGO_BUILD=1 bash hack/chaos.sh
 
-# The oldest release we support: a feature the newest server has and this one lacks
-# (an API field or feature added after it) must be detected with a fallback, never a
-# crash. testenv's api test checks the server really is that release.
 bg_wait control-plane
-oldest_release_suites() (
-  export K8S_VERSION=oldest
-  run_test_binaries cache e2e_informer e2e_pager
-  run_test_binaries foo-controller e2e
-  run_test_binaries testenv e2e -- api::
-)
-phase "e2e suites of the cache, the Foo controller and testenv's api on the oldest release" \
-  oldest_release_suites
-
-phase "hack/demo.sh --non-interactive (the README's main command, end to end)" \
-  env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
-
+bg_wait oldest-release
+bg_wait demo
 bg_wait lints
 
 # Recorded so a growing build footprint shows up in CI logs before it fills a disk.

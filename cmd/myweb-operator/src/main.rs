@@ -38,6 +38,7 @@ fn main() -> anyhow::Result<()> {
             namespace: args.run.namespace.clone(),
             workers: args.run.workers.into(),
             loop_options: args.run.loop_options(),
+            shard: mgr.shard().cloned(),
         };
         // A builder's controller is a manager::Runnable as it is.
         let webs = myweb_operator::new_controller(

@@ -36,6 +36,8 @@ fn main() -> anyhow::Result<()> {
                 loop_options: run.loop_options(),
                 // Only this controller reads the process's Deployment informer.
                 trim_deployment_cache: true,
+                // With --shard-group: one of N active replicas.
+                shard: mgr.shard().cloned(),
             };
             let foos = foo_controller::new_controller(
                 mgr.client().clone(),
@@ -64,5 +66,29 @@ mod tests {
             Cli::try_parse_from(["sample-controller", "--events-api", "events.k8s.io/v1"]).unwrap();
         assert_eq!(cli.manager.events_api, EventsApi::EventsV1);
         assert!(Cli::try_parse_from(["sample-controller", "--events-api", "v2"]).is_err());
+    }
+
+    #[test]
+    fn shard_flags() {
+        let cli = Cli::try_parse_from(["sample-controller"]).unwrap();
+        assert_eq!(cli.manager.sharding.shard_group, None);
+        let cli = Cli::try_parse_from([
+            "sample-controller",
+            "--shard-group=foos",
+            "--shard-lease-duration=6s",
+            "--shard-renew-deadline=4s",
+            "--shard-retry-period=1s",
+            "--leader-elect-lease-duration=20s",
+        ])
+        .unwrap();
+        let config = cli.manager.sharding.config("me").unwrap();
+        assert_eq!(config.group, "foos");
+        assert_eq!(config.lease_duration, std::time::Duration::from_secs(6));
+        assert_eq!(config.renew_deadline, std::time::Duration::from_secs(4));
+        assert_eq!(config.retry_period, std::time::Duration::from_secs(1));
+        assert_eq!(
+            cli.manager.leader_election.lease_duration,
+            std::time::Duration::from_secs(20)
+        );
     }
 }

@@ -88,6 +88,7 @@ fn main() -> anyhow::Result<()> {
                 usage_period: cli.usage_period,
                 namespace: run.namespace.clone(),
                 loop_options: run.loop_options(),
+                shard: mgr.shard().cloned(),
             };
             let vms = vm_controller::new_controller(
                 mgr.client().clone(),

@@ -5,6 +5,7 @@
 mod leader;
 mod pipeline;
 mod serving;
+mod sharding;
 mod throttle;
 
 use std::net::{SocketAddr, TcpListener};
@@ -51,6 +52,17 @@ impl Replica {
         kubeconfig: &Path,
         extra: &[&str],
     ) -> anyhow::Result<Self> {
+        Self::start_logged(name, env, kubeconfig, extra, "info")
+    }
+
+    /// [`start`](Self::start) with `RUST_LOG` set to `rust_log`.
+    pub fn start_logged(
+        name: &str,
+        env: &TestEnv,
+        kubeconfig: &Path,
+        extra: &[&str],
+        rust_log: &str,
+    ) -> anyhow::Result<Self> {
         let (metrics, health) = (free_addr(), free_addr());
         let log = std::env::temp_dir().join(format!("{}-{name}.log", env.namespace()));
         let out = std::fs::File::create(&log)?;
@@ -60,7 +72,7 @@ impl Replica {
             .arg(format!("--metrics-bind-address={metrics}"))
             .arg(format!("--health-probe-bind-address={health}"))
             .args(extra)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", rust_log)
             .stdout(Stdio::null())
             .stderr(out)
             .kill_on_drop(true)

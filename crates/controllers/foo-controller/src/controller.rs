@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::Foo;
+use cache::shard::ShardBy;
 use cache::{InformerOptions, SharedInformerFactory};
 use controller::{Controller, LoopOptions, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -31,7 +32,7 @@ pub const CONTROLLER_NAME: &str = "sample-controller";
 pub type FooController = Controller<FooSyncer>;
 
 /// How the Foo controller is set up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct FooControllerOptions {
     /// Watch only this namespace (`None`: every namespace): Foos and Deployments
     /// elsewhere are invisible to this controller.
@@ -46,6 +47,12 @@ pub struct FooControllerOptions {
     /// templates from that informer. Off by default; the `sample-controller` binary,
     /// which runs this controller alone, turns it on.
     pub trim_deployment_cache: bool,
+    /// This replica's shard membership, when the controller runs as one of N active
+    /// replicas (`--shard-group`): the factory must have its ranges
+    /// ([`SharedInformerFactory::with_shard_ranges`]); the Foo informer then caches
+    /// the Foos whose UID hashes into them, the Deployment informer the Deployments
+    /// of those Foos, and the loop syncs only their keys.
+    pub shard: Option<sharding::Shard>,
 }
 
 /// Builds the Foo controller on `factory`'s Foo and Deployment informers (shared with
@@ -58,19 +65,25 @@ pub fn new_controller(
     recorder: EventRecorder,
     options: FooControllerOptions,
 ) -> FooController {
+    // Sharded (the factory has shard ranges): Foos by their UID, Deployments by their
+    // controlling Foo's UID, so a replica caches exactly the Deployments of its Foos.
+    let sharded = |by| InformerOptions {
+        shard: factory.shard_ranges().map(|_| by),
+        ..InformerOptions::default()
+    };
     let (foo_informer, deployment_informer) = match options.namespace.as_deref() {
         None => (
-            factory.informer_for::<Foo>(),
-            factory.informer_for::<Deployment>(),
+            factory.informer_for_api::<Foo>(Api::all(client.clone()), sharded(ShardBy::UID)),
+            factory.informer_for_api::<Deployment>(
+                Api::all(client.clone()),
+                sharded(ShardBy::ControllerUid),
+            ),
         ),
         Some(ns) => (
+            factory.informer_for_api(Api::namespaced(client.clone(), ns), sharded(ShardBy::UID)),
             factory.informer_for_api(
                 Api::namespaced(client.clone(), ns),
-                InformerOptions::default(),
-            ),
-            factory.informer_for_api(
-                Api::namespaced(client.clone(), ns),
-                InformerOptions::default(),
+                sharded(ShardBy::ControllerUid),
             ),
         ),
     };
@@ -105,6 +118,11 @@ pub fn new_controller(
         recorder,
     )
     .with_freshness(freshness.clone());
+    // Sharded: the loop syncs only the keys of this replica's ranges.
+    let gate = options
+        .shard
+        .as_ref()
+        .map(|shard| shard.gate(&foo_informer, queue.clone()));
     Controller::new(CONTROLLER_NAME, queue, syncer)
         // Synced = the informer listed AND our handler has processed that list, so the
         // first sync sees every Foo and Deployment that existed at start.
@@ -113,4 +131,5 @@ pub fn new_controller(
             registration_synced(deployment_registration),
         ])
         .with_freshness(freshness)
+        .with_gate(gate)
 }

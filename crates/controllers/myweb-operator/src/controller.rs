@@ -17,7 +17,7 @@ use crate::reconcile::{Listers, MyWebReconciler};
 pub type MyWebController = BuiltController<MyWebReconciler>;
 
 /// How the MyWeb controller is set up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MyWebControllerOptions {
     /// Watch only this namespace (`None`: every namespace).
     pub namespace: Option<String>,
@@ -27,6 +27,9 @@ pub struct MyWebControllerOptions {
     /// The loop's staleness guard, queue order and backoff (every fix on by
     /// default; the binary's flags choose).
     pub loop_options: LoopOptions,
+    /// This replica's shard membership (`--shard-group`): only the MyWebs whose UID
+    /// hashes into its ranges, and the objects they own, are cached and reconciled.
+    pub shard: Option<sharding::Shard>,
 }
 
 impl Default for MyWebControllerOptions {
@@ -35,6 +38,7 @@ impl Default for MyWebControllerOptions {
             namespace: None,
             workers: 1,
             loop_options: LoopOptions::default(),
+            shard: None,
         }
     }
 }
@@ -59,6 +63,7 @@ pub fn new_controller(
         .namespace(options.namespace.as_deref())
         .loop_options(options.loop_options)
         .freshness(freshness.clone())
+        .shard(options.shard.as_ref())
         .for_::<MyWeb>()
         .owns::<ConfigMap>()
         .owns::<Deployment>()

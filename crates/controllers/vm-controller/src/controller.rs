@@ -19,7 +19,7 @@ use crate::sync::{DEFAULT_USAGE_PERIOD, VirtualMachineSyncer};
 pub const CONTROLLER_NAME: &str = "vm-controller";
 
 /// How the VirtualMachine controller is set up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct VirtualMachineControllerOptions {
     /// How often an `Active` VirtualMachine's usage is refreshed
     /// ([`DEFAULT_USAGE_PERIOD`]).
@@ -29,6 +29,11 @@ pub struct VirtualMachineControllerOptions {
     /// The loop's staleness guard, queue order and backoff (every fix on by
     /// default; the binary's flags choose).
     pub loop_options: LoopOptions,
+    /// This replica's shard membership (`--shard-group`): the informer caches, and
+    /// the loop syncs, only the VirtualMachines whose UID hashes into its ranges.
+    /// Each replica's driver then holds the servers of its own slice, so use it with
+    /// a driver whose servers every replica reaches.
+    pub shard: Option<sharding::Shard>,
 }
 
 impl Default for VirtualMachineControllerOptions {
@@ -37,6 +42,7 @@ impl Default for VirtualMachineControllerOptions {
             usage_period: DEFAULT_USAGE_PERIOD,
             namespace: None,
             loop_options: LoopOptions::default(),
+            shard: None,
         }
     }
 }
@@ -64,7 +70,15 @@ pub fn new_controller(
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
-    let informer = factory.informer_for_api(api, InformerOptions::default());
+    // Sharded (the factory has shard ranges): only the VirtualMachines whose UID
+    // hashes into this replica's ranges.
+    let informer = factory.informer_for_api(
+        api,
+        InformerOptions {
+            shard: factory.shard_ranges().map(|_| cache::shard::ShardBy::UID),
+            ..InformerOptions::default()
+        },
+    );
 
     // A named queue, so its metrics carry the controller's name.
     let queue = options.loop_options.new_queue(CONTROLLER_NAME);
@@ -79,9 +93,14 @@ pub fn new_controller(
     let syncer = VirtualMachineSyncer::new(client, informer.lister(), driver, recorder)
         .with_usage_period(options.usage_period)
         .with_freshness(freshness.clone());
+    let gate = options
+        .shard
+        .as_ref()
+        .map(|shard| shard.gate(&informer, queue.clone()));
     Controller::new(CONTROLLER_NAME, queue, syncer)
         // Synced = listed AND our handler has processed the list: the first sync sees
         // every VirtualMachine that existed at start.
         .with_synced(vec![registration_synced(registration)])
         .with_freshness(freshness)
+        .with_gate(gate)
 }

@@ -94,6 +94,15 @@ impl ControlPlane {
     /// Start a new control plane owned by the caller (blocking). Prefer
     /// [`ControlPlane::shared`] in tests: startup takes seconds.
     pub fn start() -> Result<Self> {
+        Self::start_with_args(&[], &[])
+    }
+
+    /// [`start`](Self::start), with extra kube-apiserver flags (e.g.
+    /// `--feature-gates=ShardedListAndWatch=true`) and kube-controller-manager flags
+    /// (e.g. `--controllers=-deployment-controller`), passed to
+    /// `hack/control-plane.sh up` as `KUBE_APISERVER_EXTRA_ARGS` and
+    /// `KUBE_CONTROLLER_MANAGER_EXTRA_ARGS`.
+    pub fn start_with_args(apiserver: &[&str], controller_manager: &[&str]) -> Result<Self> {
         let script = script_path();
         ensure_binaries(&script)?;
         prune_stale_files();
@@ -113,6 +122,15 @@ impl ControlPlane {
             .stdin(Stdio::null())
             .stdout(log_file)
             .stderr(stderr);
+        if !apiserver.is_empty() {
+            cmd.env("KUBE_APISERVER_EXTRA_ARGS", apiserver.join(" "));
+        }
+        if !controller_manager.is_empty() {
+            cmd.env(
+                "KUBE_CONTROLLER_MANAGER_EXTRA_ARGS",
+                controller_manager.join(" "),
+            );
+        }
         // SIGTERM on parent death lets the script tear down and remove `dir`;
         // its own children get SIGKILL when it dies.
         let guard = ProcessGuard::spawn(cmd, Signal::TERM, Duration::from_secs(20))?;

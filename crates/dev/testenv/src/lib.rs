@@ -116,6 +116,13 @@ impl TestEnv {
         let control_plane = tokio::task::spawn_blocking(ControlPlane::shared)
             .await
             .map_err(|e| Error::SharedStartFailed(format!("startup task failed: {e}")))??;
+        Self::on(control_plane, prefix).await
+    }
+
+    /// A client and a `<prefix>-<random>` namespace on `control_plane` (a private one,
+    /// e.g. [`ControlPlane::start_with_args`], leaked to live as long as the
+    /// test binary).
+    pub async fn on(control_plane: &'static ControlPlane, prefix: &str) -> Result<Self> {
         control_plane.check_running()?;
         let config = control_plane.config().await?;
         let client = Client::try_from(config.clone())?;

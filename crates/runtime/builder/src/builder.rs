@@ -15,14 +15,23 @@
 //!    and, when given one ([`Builder::freshness`]), the staleness guard following
 //!    every watched informer.
 //!
+//! With [`Builder::shard`] (a replica of a shard group, `--shard-group`), the `For`
+//! kind's informer caches only the objects whose UID hashes into this replica's
+//! ranges, each `Owns` kind's informer only the objects those control, and the loop
+//! syncs only this replica's keys (see the `sharding` crate). `Watches` kinds stay
+//! whole: which of them map to this replica's keys is the map function's business.
+//!
 //! Go's builder fails at run time when `For` is missing or given twice; here
 //! [`Builder::for_`] changes the builder's type, so both mistakes do not compile and
 //! [`complete`](Builder::complete) cannot fail.
 
+use std::any::TypeId;
+use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use cache::shard::ShardBy;
 use cache::{InformerOptions, Lister, SharedIndexInformer, SharedInformerFactory};
 use controller::{Controller, Freshness, InformerSynced, LoopOptions, registration_synced};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
@@ -102,6 +111,23 @@ struct WatchContext<'a> {
     queue: &'a RateLimitingQueue<String>,
     filters: &'a [BoxPredicate],
     freshness: Option<&'a Freshness>,
+    roles: &'a Roles,
+}
+
+/// How each watched kind is sharded (when the factory has shard ranges).
+#[derive(Clone, Default)]
+struct Roles(HashMap<TypeId, ShardBy>);
+
+impl Roles {
+    /// The informer options for `W`: its shard rule if the factory shards.
+    fn options<W: 'static>(&self, factory: &SharedInformerFactory) -> InformerOptions {
+        InformerOptions {
+            shard: factory
+                .shard_ranges()
+                .and(self.0.get(&TypeId::of::<W>()).copied()),
+            ..InformerOptions::default()
+        }
+    }
 }
 
 type Watch = Box<dyn FnOnce(&WatchContext<'_>) -> InformerSynced + Send>;
@@ -119,6 +145,8 @@ pub struct Builder<K = NoFor> {
     watches: Vec<Watch>,
     loop_options: LoopOptions,
     freshness: Option<Freshness>,
+    shard: Option<sharding::Shard>,
+    roles: Roles,
     _for: PhantomData<fn() -> K>,
 }
 
@@ -150,6 +178,8 @@ impl Builder<NoFor> {
             watches: Vec::new(),
             loop_options: LoopOptions::default(),
             freshness: None,
+            shard: None,
+            roles: Roles::default(),
             _for: PhantomData,
         }
     }
@@ -166,6 +196,8 @@ impl Builder<NoFor> {
         let for_watch = watch::<K>(Arc::new(request_for_object::<K>), predicates);
         let mut watches = self.watches;
         watches.insert(0, for_watch);
+        let mut roles = self.roles;
+        roles.0.insert(TypeId::of::<K>(), ShardBy::UID);
         Builder {
             name: self.name,
             client: self.client,
@@ -176,6 +208,8 @@ impl Builder<NoFor> {
             watches,
             loop_options: self.loop_options,
             freshness: self.freshness,
+            shard: self.shard,
+            roles,
             _for: PhantomData,
         }
     }
@@ -196,6 +230,15 @@ impl<K> Builder<K> {
     /// reconciler a clone. `None` (the default) leaves the loop unguarded.
     pub fn freshness(mut self, freshness: Option<Freshness>) -> Self {
         self.freshness = freshness;
+        self
+    }
+
+    /// Runs the controller as one replica of a shard group (see the [module
+    /// docs](self)); the factory must have the shard's ranges
+    /// ([`SharedInformerFactory::with_shard_ranges`], which a `manager::Manager`
+    /// with `--shard-group` sets). `None` (the default): every object.
+    pub fn shard(mut self, shard: Option<&sharding::Shard>) -> Self {
+        self.shard = shard.cloned();
         self
     }
 
@@ -226,7 +269,14 @@ impl<K> Builder<K> {
     /// cache `for_`/`owns`/`watches` of `C` fill, for the reconciler to read from
     /// (controller-runtime's cached client). Ask before [`complete`](Builder::complete).
     pub fn lister<C: Object>(&self) -> Lister<C> {
-        shared_informer::<C>(&self.factory, &self.client, self.namespace.as_deref()).lister()
+        let options = self.roles.options::<C>(&self.factory);
+        shared_informer::<C>(
+            &self.factory,
+            &self.client,
+            self.namespace.as_deref(),
+            options,
+        )
+        .lister()
     }
 }
 
@@ -236,9 +286,10 @@ fn shared_informer<W: Object>(
     factory: &SharedInformerFactory,
     client: &Client,
     namespace: Option<&str>,
+    options: InformerOptions,
 ) -> SharedIndexInformer<W> {
     let api = W::Scope::api::<W>(client.clone(), namespace);
-    factory.informer_for_api(api, InformerOptions::default())
+    factory.informer_for_api(api, options)
 }
 
 impl<K: Object> Builder<K>
@@ -255,6 +306,9 @@ where
 
     /// [`owns`](Self::owns), with predicates for this watch only.
     pub fn owns_with<C: Object>(mut self, predicates: Vec<BoxPredicate>) -> Self {
+        self.roles
+            .0
+            .insert(TypeId::of::<C>(), ShardBy::ControllerUid);
         self.watches
             .push(watch::<C>(Arc::new(request_for_owner::<K, C>), predicates));
         self
@@ -294,15 +348,29 @@ where
             queue: &queue,
             filters: &self.filters,
             freshness: self.freshness.as_ref(),
+            roles: &self.roles,
         };
         let synced = self
             .watches
             .into_iter()
             .map(|register| register(&context))
             .collect();
+        // Sharded: the loop syncs only the keys of this replica's ranges, placed by
+        // the For kind's objects.
+        let gate = self.shard.as_ref().map(|shard| {
+            let options = self.roles.options::<K>(&self.factory);
+            let primary = shared_informer::<K>(
+                &self.factory,
+                &self.client,
+                self.namespace.as_deref(),
+                options,
+            );
+            shard.gate(&primary, queue.clone())
+        });
         let controller = Controller::new(self.name, queue, ReconcilerAdapter::new(reconciler))
             .with_synced(synced)
-            .with_freshness(self.freshness);
+            .with_freshness(self.freshness)
+            .with_gate(gate);
         BuiltController {
             controller,
             workers: self.workers,
@@ -314,7 +382,9 @@ where
 /// [`EnqueueHandler`] with the controller's filters plus this watch's predicates.
 fn watch<W: Object>(map: MapFn<W>, predicates: Vec<BoxPredicate>) -> Watch {
     Box::new(move |context: &WatchContext<'_>| {
-        let informer = shared_informer::<W>(context.factory, context.client, context.namespace);
+        let options = context.roles.options::<W>(context.factory);
+        let informer =
+            shared_informer::<W>(context.factory, context.client, context.namespace, options);
         if let Some(freshness) = context.freshness {
             freshness.track(&informer);
         }

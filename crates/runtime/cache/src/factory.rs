@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::lister_watcher::ApiListerWatcher;
+use crate::shard::{ShardBy, ShardFilter, ShardRanges};
 use crate::shared_informer::SharedIndexInformer;
 
 /// Server-side filters for an informer: only matching objects are listed and watched.
@@ -33,6 +34,11 @@ pub struct InformerOptions {
     pub label_selector: Option<String>,
     /// A field selector, e.g. `metadata.name=bar`.
     pub field_selector: Option<String>,
+    /// How the objects are sharded when the process is one replica of a sharded
+    /// controller ([`SharedInformerFactory::with_shard_ranges`]): by their UID (a
+    /// controller's own objects) or by their controller's UID (the objects it owns).
+    /// Ignored by a factory without shard ranges, so a controller can always say it.
+    pub shard: Option<ShardBy>,
 }
 
 /// What identifies a shared informer.
@@ -84,7 +90,33 @@ pub struct SharedInformerFactory {
     client: Client,
     default_resync_period: Duration,
     strip_managed_fields: bool,
+    shard_ranges: Option<ShardRanges>,
     informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
+    /// The sharded informers handed out so far.
+    shard_filters: Arc<Mutex<Vec<ShardedInformer>>>,
+}
+
+/// A sharded informer the factory handed out: its name, its filter (whose
+/// [`server_filtering`](ShardFilter::server_filtering) says what the server did) and
+/// the size of its cache.
+#[derive(Clone)]
+pub struct ShardedInformer {
+    /// The informer's name (kind, scope, filters).
+    pub name: String,
+    /// Its shard filter.
+    pub filter: ShardFilter,
+    /// How many objects its cache holds now.
+    pub cached: Arc<dyn Fn() -> usize + Send + Sync>,
+}
+
+impl fmt::Debug for ShardedInformer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardedInformer")
+            .field("name", &self.name)
+            .field("filter", &self.filter)
+            .field("cached", &(self.cached)())
+            .finish()
+    }
 }
 
 impl fmt::Debug for SharedInformerFactory {
@@ -105,8 +137,28 @@ impl SharedInformerFactory {
             client,
             default_resync_period,
             strip_managed_fields: false,
+            shard_ranges: None,
             informers: Arc::new(Mutex::new(HashMap::new())),
+            shard_filters: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// Makes this process one replica of a sharded controller: informers asked for
+    /// with [`InformerOptions::shard`] from now on cache only the objects whose hash
+    /// is in `ranges` (see [`crate::shard`]).
+    pub fn with_shard_ranges(mut self, ranges: ShardRanges) -> Self {
+        self.shard_ranges = Some(ranges);
+        self
+    }
+
+    /// The shard ranges given to [`with_shard_ranges`](Self::with_shard_ranges).
+    pub fn shard_ranges(&self) -> Option<&ShardRanges> {
+        self.shard_ranges.as_ref()
+    }
+
+    /// The sharded informers handed out so far.
+    pub fn sharded_informers(&self) -> Vec<ShardedInformer> {
+        self.shard_filters.lock().clone()
     }
 
     /// Whether informers created from now on cache objects without
@@ -161,7 +213,11 @@ impl SharedInformerFactory {
         {
             return informer.clone();
         }
-        let name = format!("{}{}", K::kind(&()), describe(&key.url, &options));
+        let name = format!(
+            "{}{}",
+            K::kind(&()),
+            describe(&key.url, &options, self.shard_ranges.is_some())
+        );
         let mut lister_watcher =
             ApiListerWatcher::new(api).strip_managed_fields(self.strip_managed_fields);
         if let Some(labels) = &options.label_selector {
@@ -170,11 +226,25 @@ impl SharedInformerFactory {
         if let Some(fields) = &options.field_selector {
             lister_watcher = lister_watcher.fields(fields.clone());
         }
+        let mut sharded = None;
+        if let (Some(by), Some(ranges)) = (options.shard, &self.shard_ranges) {
+            let filter = ShardFilter::new(ranges.clone(), by);
+            lister_watcher = lister_watcher.shard(filter.clone());
+            sharded = Some(filter);
+        }
         let informer = SharedIndexInformer::new(
             name.clone(),
             Arc::new(lister_watcher),
             self.default_resync_period,
         );
+        if let Some(filter) = sharded {
+            let indexer = informer.indexer().clone();
+            self.shard_filters.lock().push(ShardedInformer {
+                name: name.clone(),
+                filter,
+                cached: Arc::new(move || indexer.len()),
+            });
+        }
         informers.insert(
             key,
             Arc::new(Entry {
@@ -212,7 +282,7 @@ impl SharedInformerFactory {
 }
 
 /// A readable suffix for an informer's name: its scope and filters.
-fn describe(url: &str, options: &InformerOptions) -> String {
+fn describe(url: &str, options: &InformerOptions, sharded: bool) -> String {
     let mut out = String::new();
     if let Some(ns) = url
         .split("/namespaces/")
@@ -226,6 +296,11 @@ fn describe(url: &str, options: &InformerOptions) -> String {
     }
     if let Some(f) = &options.field_selector {
         out.push_str(&format!(" fields={f}"));
+    }
+    match options.shard.filter(|_| sharded) {
+        Some(ShardBy::ControllerUid) => out.push_str(" sharded by owner"),
+        Some(ShardBy::Field(path)) => out.push_str(&format!(" sharded by {}", path.as_str())),
+        None => {}
     }
     out
 }

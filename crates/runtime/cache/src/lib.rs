@@ -119,6 +119,7 @@ pub mod registration;
 pub mod replacement;
 pub mod resource_version;
 pub mod selector;
+pub mod shard;
 pub mod shared_informer;
 mod steps;
 pub mod store;
@@ -129,7 +130,7 @@ pub mod transform;
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
 pub use error::{Error, Result};
-pub use factory::{InformerOptions, SharedInformerFactory};
+pub use factory::{InformerOptions, ShardedInformer, SharedInformerFactory};
 pub use informer_queue::{InformerQueue, QueueKind};
 pub use keys::{
     ObjectName, deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,

@@ -21,8 +21,12 @@ use serde::de::DeserializeOwned;
 
 pub mod json_scan;
 pub mod pager;
+pub mod sharded;
 pub mod watch_stream;
 use pager::Pager;
+use sharded::{SHARD_SELECTOR_PARAM, ShardState};
+
+use crate::shard::ShardFilter;
 
 /// The default page size of a list, as client-go's pager uses.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -76,6 +80,12 @@ pub trait ListerWatcher<K>: Send + Sync {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, kube::Error>>;
     /// Starts a watch.
     fn watch(&self, options: &WatchOptions) -> BoxFuture<'_, Result<WatchStream<K>, kube::Error>>;
+    /// A signal that changes when what this lister-watcher selects changes (a sharded
+    /// informer's ranges, [`crate::shard`]); the reflector then relists. `None` (the
+    /// default): the selection never changes.
+    fn relist_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// A [`ListerWatcher`] over a [`kube::Api`], with optional label and field selectors:
@@ -87,6 +97,8 @@ pub struct ApiListerWatcher<K> {
     label_selector: Option<String>,
     field_selector: Option<String>,
     strip_managed_fields: bool,
+    /// Only the objects of a shard (see [`Self::shard`]).
+    shard: Option<ShardState>,
 }
 
 impl<K> fmt::Debug for ApiListerWatcher<K> {
@@ -95,6 +107,7 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("shard", &self.shard.as_ref().map(|s| &s.filter))
             .finish_non_exhaustive()
     }
 }
@@ -108,7 +121,18 @@ impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
             label_selector: None,
             field_selector: None,
             strip_managed_fields: false,
+            shard: None,
         }
+    }
+
+    /// Only the objects whose hash is in the ranges of `filter` (a sharded
+    /// controller's slice, [`crate::shard`]): the `shardSelector` parameter on every
+    /// list and watch (when the rule is one the server can filter), and the same
+    /// filter on the client. Lists wait until ranges are assigned; a change of ranges
+    /// makes the reflector relist.
+    pub fn shard(mut self, filter: ShardFilter) -> Self {
+        self.shard = Some(ShardState::new(filter, self.api.resource_url()));
+        self
     }
 
     /// Decodes every object without `metadata.managedFields`: client-go's
@@ -158,14 +182,44 @@ where
                 params.version_match = Some(VersionMatch::NotOlderThan);
             }
         }
+        let first_page = options.continue_token.is_none();
         async move {
+            let shard = match &self.shard {
+                Some(state) => {
+                    let (generation, ranges) = state.filter.ranges.assigned().await;
+                    if first_page {
+                        state.list_started();
+                    }
+                    Some((state, generation, ranges))
+                }
+                None => None,
+            };
+            let selector = shard.as_ref().and_then(|(s, _, r)| s.filter.selector(r));
             // With strip_managed_fields, the pager leaves them out of every item.
             let list = self
                 .pager
-                .list::<K>(&params, self.strip_managed_fields)
+                .list::<K>(&params, self.strip_managed_fields, selector.as_deref())
                 .await?;
+            let items = match &shard {
+                Some((state, generation, ranges)) => {
+                    if selector.is_some() && list.metadata.shard_info.is_some() {
+                        state.shard_info_seen();
+                    }
+                    if list
+                        .metadata
+                        .continue_
+                        .as_deref()
+                        .unwrap_or_default()
+                        .is_empty()
+                    {
+                        state.filter.mark_listed(*generation);
+                    }
+                    state.filter_page(ranges, list.items)
+                }
+                None => list.items,
+            };
             Ok(ListPage {
-                items: list.items,
+                items,
                 resource_version: list.metadata.resource_version.unwrap_or_default(),
                 continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
             })
@@ -186,8 +240,30 @@ where
             .map_err(kube::Error::BuildRequest);
         let strip = self.strip_managed_fields;
         let client = self.api.clone().into_client();
+        let initial = options.send_initial_events;
         async move {
             let mut request = request?;
+            let shard = match &self.shard {
+                Some(state) => {
+                    let (generation, ranges) = state.filter.ranges.assigned().await;
+                    let selector = state.filter.selector(&ranges);
+                    if initial {
+                        // A streaming list: the list starts over, and its events say
+                        // nothing about the server's filtering, so a one-item LIST asks.
+                        state.list_started();
+                        if let Some(selector) = &selector
+                            && self.probe_server_filtering(selector).await?
+                        {
+                            state.shard_info_seen();
+                        }
+                    }
+                    if let Some(selector) = &selector {
+                        sharded::append_query(&mut request, SHARD_SELECTOR_PARAM, selector);
+                    }
+                    Some((state, initial.then_some(generation), ranges))
+                }
+                None => None,
+            };
             request.extensions_mut().insert("watch");
             // One event per line, uncompressed (as kube asks for watches).
             request.headers_mut().insert(
@@ -196,8 +272,42 @@ where
             );
             let response = client.send(request.map(kube::client::Body::from)).await?;
             let body = pager::check_status(response).await?;
-            Ok(watch_stream::events::<K, _>(body, strip))
+            let events = watch_stream::events::<K, _>(body, strip);
+            Ok(match shard {
+                Some((state, initial, ranges)) => state.filter_stream(ranges, initial, events),
+                None => events,
+            })
         }
         .boxed()
+    }
+
+    fn relist_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.shard.as_ref().map(|s| s.filter.ranges.subscribe())
+    }
+}
+
+impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
+    /// A one-item LIST with `selector`: whether the answer carries
+    /// `metadata.shardInfo`, i.e. whether the server filtered (KEP-5866; a server
+    /// without the feature ignores the parameter and answers without it, and so do
+    /// 1.37's answers for custom resources: see [`sharded`] for how the objects
+    /// decide then).
+    async fn probe_server_filtering(&self, selector: &str) -> Result<bool, kube::Error> {
+        let params = ListParams {
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            limit: Some(1),
+            ..ListParams::default()
+        };
+        let mut request = Request::new(self.api.resource_url())
+            .list(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        sharded::append_query(&mut request, SHARD_SELECTOR_PARAM, selector);
+        request.extensions_mut().insert("list");
+        let client = self.api.clone().into_client();
+        let answer: serde_json::Value = client.request(request).await?;
+        Ok(answer
+            .pointer("/metadata/shardInfo")
+            .is_some_and(|info| !info.is_null()))
     }
 }

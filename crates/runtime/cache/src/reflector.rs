@@ -29,6 +29,12 @@
 //!   ends within a second without delivering anything also counts as an error, so a
 //!   misbehaving server can never cause a tight loop.
 //! * The loop stops when its [`CancellationToken`] is cancelled.
+//! * A lister-watcher whose selection can change (a sharded informer whose ranges
+//!   moved, [`crate::shard`]) hands out a relist signal
+//!   ([`ListerWatcher::relist_signal`]): when it fires, the watch is ended and the
+//!   reflector **relists** with the new selection. A watch cannot widen what it
+//!   selects, and objects no longer selected must leave the cache; the relist's
+//!   replace does both (the objects that left become tombstone deletions).
 //!
 //! Every BOOKMARK, and the resourceVersion of every finished list, is also handed to
 //! the queue ([`InformerQueue::bookmark`](crate::InformerQueue::bookmark)): a
@@ -71,6 +77,7 @@ use kube::Resource;
 use kube::api::WatchEvent;
 use parking_lot::Mutex;
 use rand::Rng;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -154,6 +161,8 @@ enum WatchEnd {
     },
     /// 410: relist.
     Gone,
+    /// The lister-watcher's selection changed: relist.
+    Reselect,
     Failed(kube::Error),
 }
 
@@ -260,9 +269,15 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         // Set after a list was answered 410 (a continue token expired mid-paging):
         // the next attempt starts over at once, a second 410 backs off.
         let mut list_gone_once = false;
+        // Fires when the selection changes (a sharded informer's ranges moved).
+        let mut relist = self.lister_watcher.relist_signal();
         loop {
             if cancel.is_cancelled() {
                 return;
+            }
+            if need_list && let Some(relist) = relist.as_mut() {
+                // This list uses the selection as of now; a later change relists again.
+                relist.borrow_and_update();
             }
             // A streaming list that synced continues as the watch.
             let mut synced_stream = None;
@@ -321,12 +336,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             }
 
             let end = match synced_stream {
-                Some(stream) => self.watch_handler(stream, &cancel).await,
+                Some(stream) => self.watch_handler(stream, &cancel, relist.as_mut()).await,
                 None => {
                     let rv = self.last_sync_resource_version();
                     match self.start_watch(&rv, false, &cancel).await {
                         None => return,
-                        Some(Ok(stream)) => self.watch_handler(stream, &cancel).await,
+                        Some(Ok(stream)) => {
+                            self.watch_handler(stream, &cancel, relist.as_mut()).await
+                        }
                         Some(Err(e)) if is_gone(&e) => WatchEnd::Gone,
                         Some(Err(e)) => WatchEnd::Failed(e),
                     }
@@ -347,6 +364,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 }
                 WatchEnd::Gone => {
                     tracing::info!(reflector = %self.name, rv = %self.last_sync_resource_version(), "watch: resource version too old (410); relisting");
+                    need_list = true;
+                }
+                WatchEnd::Reselect => {
+                    tracing::info!(reflector = %self.name, "selection changed; relisting");
                     need_list = true;
                 }
                 WatchEnd::Failed(e) => {
@@ -425,14 +446,27 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         &self,
         mut stream: WatchStream<K>,
         cancel: &CancellationToken,
+        mut relist: Option<&mut watch::Receiver<u64>>,
     ) -> WatchEnd {
         let started = Instant::now();
         let mut events = 0;
         // One cancellation future for the whole watch, not one per event.
         let mut cancelled = pin!(cancel.cancelled());
         loop {
+            let reselected = async {
+                match relist.as_deref_mut() {
+                    // A dropped sender never changes the selection again.
+                    Some(rx) => {
+                        if rx.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
             let next = tokio::select! {
                 _ = &mut cancelled => return WatchEnd::Cancelled,
+                _ = reselected => return WatchEnd::Reselect,
                 next = stream.next() => next,
             };
             let event = match next {

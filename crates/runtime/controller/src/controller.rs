@@ -12,6 +12,8 @@
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
 //! 3. One turn of the loop: `get` a key (waiting if there is none); if the controller
+//!    runs as one of several active replicas ([`with_gate`](Controller::with_gate)),
+//!    skip a key that belongs to another replica (see [`crate::gate`]); if the controller
 //!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something
 //!    the informers have not seen yet, do not sync it against that stale cache: park
 //!    it (a small task puts it back the moment the informers catch up, or with
@@ -51,6 +53,7 @@ use workqueue::{AddOpts, RateLimitingQueue};
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
+use crate::gate::{Admission, SyncGate};
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics::{self, ReconcileResult};
 use crate::steps;
@@ -104,6 +107,8 @@ pub struct Controller<H> {
     synced: Arc<[InformerSynced]>,
     drain_timeout: Duration,
     freshness: Option<Freshness>,
+    /// Which keys this replica may sync (sharded controllers).
+    gate: Option<Arc<dyn SyncGate>>,
     /// Syncs running now, for the pipeline view.
     in_flight: Arc<AtomicUsize>,
 }
@@ -117,6 +122,7 @@ impl<H> Clone for Controller<H> {
             synced: Arc::clone(&self.synced),
             drain_timeout: self.drain_timeout,
             freshness: self.freshness.clone(),
+            gate: self.gate.clone(),
             in_flight: Arc::clone(&self.in_flight),
         }
     }
@@ -130,6 +136,7 @@ impl<H> fmt::Debug for Controller<H> {
             .field("informers", &self.synced.len())
             .field("drain_timeout", &self.drain_timeout)
             .field("freshness", &self.freshness)
+            .field("gated", &self.gate.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -151,8 +158,16 @@ impl<H: SyncHandler> Controller<H> {
             synced: Arc::new([]),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             freshness: None,
+            gate: None,
             in_flight: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Asks `gate` before every sync whether this replica may sync the key (a
+    /// sharded controller: see [`crate::gate`]). `None` (the default) syncs every key.
+    pub fn with_gate(mut self, gate: Option<Arc<dyn SyncGate>>) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// The caches [`run`](Self::run) waits for before any worker starts: one
@@ -283,6 +298,18 @@ impl<H: SyncHandler> Controller<H> {
         let traced: Arc<str> = Arc::from(key.as_str());
         steps::took(&self.name, &traced, worker);
 
+        let pass = match self.gate.as_ref().map(|gate| gate.admit(key)) {
+            Some(Admission::Skip) => {
+                // Another replica's key: its owner syncs it. No retry, no backoff.
+                self.queue.forget(key);
+                steps::requeued(&self.name, &traced, "not_this_shard", 0);
+                debug!(controller = %self.name, key = %key, "skipped: another replica's shard");
+                return true;
+            }
+            Some(Admission::Admit(pass)) => Some(pass),
+            None => None,
+        };
+
         if !self.is_fresh(key, priority) {
             // Parked until the caches catch up; the WorkItem guard marks the key done.
             steps::requeued(&self.name, &traced, "parked", 0);
@@ -300,13 +327,27 @@ impl<H: SyncHandler> Controller<H> {
         steps::sync_started(&self.name, &traced);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         let started = tokio::time::Instant::now();
-        let outcome = pipeline::in_sync(
+        let sync = pipeline::in_sync(
             scope,
             AssertUnwindSafe(self.handler.sync(key))
                 .catch_unwind()
                 .instrument(span),
-        )
-        .await;
+        );
+        let outcome = match pass {
+            None => sync.await,
+            Some(pass) => match pass.run(sync).await {
+                Some(outcome) => outcome,
+                None => {
+                    // Revoked: this replica must stop at once (see crate::gate).
+                    let elapsed = started.elapsed();
+                    self.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    self.queue.forget(key);
+                    steps::sync_ended(&self.name, &traced, "revoked", elapsed, None);
+                    warn!(controller = %self.name, key = %key, ?elapsed, "sync abandoned: this replica no longer holds the key's shard");
+                    return true;
+                }
+            },
+        };
         let elapsed = started.elapsed();
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let result = match &outcome {

@@ -26,6 +26,8 @@
 //!   [`wait_for_cache_sync`]): no worker starts before they have.
 //! - [`freshness`]: the staleness guard - a key's next sync waits until the informers
 //!   have seen its last write (client-go 1.36, KEP-5647).
+//! - [`gate`]: the per-key "is this replica's?" check of sharded controllers
+//!   ([`SyncGate`], implemented by the `sharding` crate).
 //! - [`event_priority`]: initial-list and resync events at low priority
 //!   (controller-runtime's `WithLowPriorityWhenUnchanged`).
 //! - [`loop_options`]: the staleness guard, the priority queue and the coalescing
@@ -95,6 +97,7 @@ pub mod controller;
 pub mod error;
 pub mod event_priority;
 pub mod freshness;
+pub mod gate;
 pub mod informer_synced;
 pub mod loop_options;
 pub mod metrics;
@@ -107,6 +110,7 @@ pub mod testing;
 pub use controller::{Controller, DEFAULT_DRAIN_TIMEOUT};
 pub use error::{ApiError, Error, Result};
 pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
+pub use gate::{Admission, Pass, SyncGate};
 pub use informer_synced::{InformerSynced, registration_synced, wait_for_cache_sync};
 pub use loop_options::{Backoff, LoopOptions};
 pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};

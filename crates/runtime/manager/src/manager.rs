@@ -13,6 +13,10 @@
 //! 2. starts the informers at once - also on a standby replica, so its cache is warm and
 //!    `/readyz` reports ready (readiness means "can take over", not "is leading");
 //! 3. without `--leader-elect`, starts every runnable and runs them until SIGTERM;
+//!    With `--shard-group` (README "Scaling out"), every replica is active: the
+//!    informers cache only this replica's ranges, the controllers' gates admit only
+//!    its keys, and the shard coordinator ([`sharding::Shard`]) runs beside them,
+//!    leaving the group (after the controllers drained) on SIGTERM;
 //! 4. with it, starts at once the runnables that do not need leadership
 //!    ([`Runnable::need_leader_election`] false), waits to acquire the Lease, starts the
 //!    others (the controllers) while leading, and:
@@ -39,6 +43,7 @@ use leaderelection::{
 };
 use metrics::{Health, Metrics, ServingArgs};
 use record::EventRecorder;
+use sharding::{LeaseMembers, Shard, ShardArgs, ShardMetrics};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -81,6 +86,10 @@ pub struct ManagerArgs {
     /// admission webhook server (crates/runtime/webhook).
     #[command(flatten)]
     pub webhook: WebhookArgs,
+    /// `--shard-group` and `--shard-*` durations: run as one of N active replicas
+    /// (crates/runtime/sharding).
+    #[command(flatten)]
+    pub sharding: ShardArgs,
 }
 
 /// Why a manager could not start or stopped abnormally.
@@ -100,6 +109,9 @@ pub enum ManagerError {
     /// The leader election configuration is invalid.
     #[error(transparent)]
     LeaderElection(#[from] leaderelection::ConfigError),
+    /// The sharding flags are invalid (or combined with `--leader-elect`).
+    #[error("sharding: {0}")]
+    Sharding(#[from] sharding::ConfigError),
     /// The webhook server could not start (no certificate, port taken, ...).
     #[error(transparent)]
     Webhook(#[from] webhook::Error),
@@ -136,6 +148,8 @@ pub struct Manager {
     health: Health,
     webhooks: WebhookServer,
     runnables: Vec<Added>,
+    /// With `--shard-group`: this replica's membership.
+    shard: Option<Shard>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -174,8 +188,12 @@ impl Manager {
             warn!("a metrics provider was already installed; this manager's metrics stay empty");
         }
         throttle.register(&metrics.registry);
-        let factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
+        let shard = new_shard(&args, &client, &metrics)?;
+        let mut factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
             .with_strip_managed_fields(!args.run.keep_managed_fields);
+        if let Some(shard) = &shard {
+            factory = factory.with_shard_ranges(shard.ranges());
+        }
         let (events, recorder) = Events::start(args.events_api, &client, &name)?;
         info!(events_api = %args.events_api, "recording Events");
         let webhooks = args
@@ -194,7 +212,15 @@ impl Manager {
             health: Health::new(),
             webhooks,
             runnables: Vec::new(),
+            shard,
         })
+    }
+
+    /// This replica's shard membership, with `--shard-group`: give
+    /// [`Shard::gate`] to each controller (the informers already cache only this
+    /// replica's ranges).
+    pub fn shard(&self) -> Option<&Shard> {
+        self.shard.as_ref()
     }
 
     /// The (throttled) API client.
@@ -310,6 +336,20 @@ impl Manager {
         // Informers run until shutdown, leading or not.
         self.factory.start(&shutdown);
 
+        // Sharded: the coordinator runs beside the controllers until they drained.
+        let shard_stop = CancellationToken::new();
+        let shard_task = self.shard.clone().map(|shard| {
+            if let Some(metrics) = shard.metrics() {
+                for informer in self.factory.sharded_informers() {
+                    metrics.track_filter(&informer.name, informer.filter.clone());
+                    let cached = informer.cached.clone();
+                    metrics.track_cache(&informer.name, move || cached());
+                }
+            }
+            let stop = shard_stop.clone();
+            tokio::spawn(async move { shard.run(stop).await })
+        });
+
         // Without leader election every runnable starts now; with it, only those that
         // do not need leadership, the others once this replica leads.
         let (leaders, everywhere): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runnables)
@@ -327,6 +367,11 @@ impl Manager {
         };
         // Stopped last: with leader election, after the Lease is released.
         let stopped = everywhere.stop().await;
+        // The controllers drained: now leave the shard group (releasing its ranges).
+        shard_stop.cancel();
+        if let Some(task) = shard_task {
+            let _ = task.await;
+        }
         if !self.events.shutdown(EVENT_FLUSH_TIMEOUT).await {
             warn!("not every queued Event was written before shutdown");
         }
@@ -414,6 +459,33 @@ impl Manager {
         stop_election(&election, &mut elector_task).await;
         result
     }
+}
+
+/// The shard membership `--shard-group` asks for, reporting into `metrics`.
+fn new_shard(
+    args: &ManagerArgs,
+    client: &kube::Client,
+    metrics: &Metrics,
+) -> Result<Option<Shard>, ManagerError> {
+    let Some(config) = args.sharding.config(default_identity()) else {
+        return Ok(None);
+    };
+    if args.leader_election.leader_elect {
+        return Err(sharding::ConfigError(
+            "--shard-group and --leader-elect cannot be combined: a shard group's replicas are all active".into(),
+        )
+        .into());
+    }
+    let namespace = args
+        .sharding
+        .shard_lease_namespace
+        .clone()
+        .unwrap_or_else(pod_namespace);
+    let store = Arc::new(LeaseMembers::new(client.clone(), &namespace, &config.group));
+    info!(group = %config.group, identity = %config.identity, %namespace, "sharding: this replica caches and reconciles only its ranges");
+    Ok(Some(
+        Shard::new(config, store)?.with_metrics(ShardMetrics::new(&metrics.registry)),
+    ))
 }
 
 /// Why the leader's runnables stop.

@@ -52,6 +52,9 @@ pub enum FaultKind {
     LeaderStop,
     /// The VM driver fails (and loses responses of) a fraction of calls for a while.
     DriverFailures,
+    /// Sharded runs: a member joins one binary's shard group for a while, then
+    /// leaves on SIGTERM (ranges rebalance twice).
+    MemberAdd,
 }
 
 impl FaultKind {
@@ -72,9 +75,27 @@ impl FaultKind {
         Self::DriverFailures,
     ];
 
+    /// The kinds a sharded run draws from by default: every kind plus a join.
+    pub const SHARDED: [FaultKind; 14] = [
+        Self::ProxyCut,
+        Self::ProxyRefuse,
+        Self::ProxyStall,
+        Self::ProxySlow,
+        Self::Proxy429,
+        Self::Proxy500,
+        Self::Proxy503,
+        Self::ApiserverRestart,
+        Self::EtcdRestart,
+        Self::Compact410,
+        Self::LeaderKill,
+        Self::LeaderStop,
+        Self::DriverFailures,
+        Self::MemberAdd,
+    ];
+
     /// Whether the fault targets one controller binary.
     fn targets_a_binary(self) -> bool {
-        matches!(self, Self::LeaderKill | Self::LeaderStop)
+        matches!(self, Self::LeaderKill | Self::LeaderStop | Self::MemberAdd)
     }
 
     /// The range of its duration, in seconds (0: instantaneous).
@@ -88,6 +109,7 @@ impl FaultKind {
             Self::Proxy429 | Self::Proxy500 | Self::Proxy503 => (4.0, 15.0),
             Self::LeaderStop => (2.0, 12.0),
             Self::DriverFailures => (5.0, 20.0),
+            Self::MemberAdd => (10.0, 30.0),
         }
     }
 }
@@ -310,6 +332,22 @@ async fn inject(
                     )
                 }
                 None => format!("no {} leader to stop", binary.name()),
+            }
+        }
+        FaultKind::MemberAdd => {
+            let binary = fault.target.unwrap_or(Binary::SampleController);
+            match t.fleet.add_member(binary).await {
+                Ok(Some((replica, pid))) => {
+                    tokio::time::sleep(d).await;
+                    t.fleet.retire(pid).await;
+                    format!(
+                        "{} member {replica} (pid {pid}) joined, left on SIGTERM after {:.1}s",
+                        binary.name(),
+                        d.as_secs_f64()
+                    )
+                }
+                Ok(None) => format!("the added {} member is still there", binary.name()),
+                Err(e) => format!("error: {e}"),
             }
         }
         FaultKind::DriverFailures => {

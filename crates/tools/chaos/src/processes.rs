@@ -1,6 +1,8 @@
-//! The controllers under test: several replicas of each binary with leader election,
-//! restarted when they exit (as a kubelet would), SIGKILLed or SIGSTOPped by the
-//! nemesis, sampled for memory, and stopped with SIGTERM at the end.
+//! The controllers under test: several replicas of each binary with leader election
+//! (or, sharded, all active in one shard group per binary, plus a spare member the
+//! nemesis adds and removes), restarted when they exit (as a kubelet would),
+//! SIGKILLed or SIGSTOPped by the nemesis, sampled for memory, and stopped with
+//! SIGTERM at the end.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -60,6 +62,8 @@ pub struct FleetOptions {
     pub log_dir: PathBuf,
     /// Replicas per binary.
     pub replicas: usize,
+    /// Sharded (`--shard-group`, one group per binary) instead of leader election.
+    pub sharded: bool,
 }
 
 /// How one incarnation of a replica ended.
@@ -95,6 +99,8 @@ struct Replica {
     pid: u32,
     killed: bool,
     stopped: bool,
+    /// Removed by the nemesis (SIGTERM): not restarted when it exits.
+    retired: bool,
 }
 
 /// Every replica of every binary. See the [module docs](self).
@@ -124,8 +130,10 @@ impl Fleet {
         std::fs::create_dir_all(&options.log_dir)
             .map_err(|e| ChaosError::io("creating the log dir", e))?;
         let mut replicas = Vec::new();
+        // Sharded: one more slot per binary, left empty: the member the nemesis adds.
+        let slots = options.replicas + usize::from(options.sharded);
         for binary in Binary::ALL {
-            for index in 0..options.replicas {
+            for index in 0..slots {
                 let mut replica = Replica {
                     binary,
                     index,
@@ -136,8 +144,11 @@ impl Fleet {
                     pid: 0,
                     killed: false,
                     stopped: false,
+                    retired: index >= options.replicas,
                 };
-                spawn(&options, &mut replica)?;
+                if !replica.retired {
+                    spawn(&options, &mut replica)?;
+                }
                 replicas.push(Mutex::new(replica));
             }
         }
@@ -178,35 +189,83 @@ impl Fleet {
                 lost_leadership: lost,
                 at_s: self.elapsed_s(),
             };
-            tracing::info!(?record, "replica exited; restarting it");
             self.exits.lock().expect("not poisoned").push(record);
             replica.incarnation += 1;
+            if replica.retired {
+                tracing::info!(binary = replica.binary.name(), "the added member left");
+                replica.child = None;
+                replica.pid = 0;
+                continue;
+            }
+            tracing::info!(
+                binary = replica.binary.name(),
+                replica = replica.index,
+                "replica exited; restarting it"
+            );
             spawn(&self.options, &mut replica)?;
         }
         Ok(())
     }
 
-    /// Which replica of `binary` says it leads (its `leader_election_master_status`
-    /// gauge is 1); replicas that do not answer within a second do not count.
+    /// Which replicas of `binary` work: the one that says it leads (its
+    /// `leader_election_master_status` gauge is 1), or, sharded, every member that
+    /// holds a range (`sharding_held_fraction` above 0). Replicas that do not answer
+    /// within a second do not count.
     pub async fn leaders(&self, binary: Binary) -> Vec<usize> {
+        let working = |line: &str| {
+            if self.options.sharded {
+                line.starts_with("sharding_held_fraction{")
+                    && line
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .is_some_and(|v| v > 0.0)
+            } else {
+                line.starts_with("leader_election_master_status{") && line.ends_with(" 1")
+            }
+        };
         let mut leaders = Vec::new();
         for slot in &self.replicas {
             let (port, index) = {
                 let replica = slot.lock().await;
-                if replica.binary != binary || replica.stopped {
+                if replica.binary != binary || replica.stopped || replica.child.is_none() {
                     continue;
                 }
                 (replica.metrics_port, replica.index)
             };
             if let Some(text) = http_get(port, "/metrics").await
-                && text
-                    .lines()
-                    .any(|l| l.starts_with("leader_election_master_status{") && l.ends_with(" 1"))
+                && text.lines().any(working)
             {
                 leaders.push(index);
             }
         }
         leaders
+    }
+
+    /// Sharded: starts the spare member of `binary` (a join); returns its slot and
+    /// pid, or None if it is running already.
+    pub async fn add_member(&self, binary: Binary) -> Result<Option<(usize, u32)>, ChaosError> {
+        for slot in &self.replicas {
+            let mut replica = slot.lock().await;
+            if replica.binary == binary && replica.retired && replica.child.is_none() {
+                replica.retired = false;
+                spawn(&self.options, &mut replica)?;
+                return Ok(Some((replica.index, replica.pid)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes a member added by [`add_member`](Self::add_member): SIGTERM (a graceful
+    /// leave); it is not restarted.
+    pub async fn retire(&self, pid: u32) {
+        for slot in &self.replicas {
+            let mut replica = slot.lock().await;
+            if replica.pid == pid {
+                replica.retired = true;
+                send_signal(pid, libc::SIGTERM);
+            }
+        }
     }
 
     /// Sends `signal` to the current leader of `binary`; returns its replica index
@@ -380,14 +439,27 @@ fn spawn(options: &FleetOptions, replica: &mut Replica) -> Result<(), ChaosError
         .try_clone()
         .map_err(|e| ChaosError::io("cloning a log", e))?;
     let mut command = Command::new(options.bin_dir.join(replica.binary.name()));
+    command.arg("--kubeconfig").arg(&options.kubeconfig);
+    if options.sharded {
+        command
+            .args([
+                "--shard-group",
+                replica.binary.name(),
+                "--shard-lease-namespace",
+            ])
+            .arg(&options.namespace)
+            .args(["--shard-lease-duration", "8s"])
+            .args(["--shard-renew-deadline", "6s"])
+            .args(["--shard-retry-period", "1s"]);
+    } else {
+        command
+            .args(["--leader-elect", "--leader-elect-resource-namespace"])
+            .arg(&options.namespace)
+            .args(["--leader-elect-lease-duration", "8s"])
+            .args(["--leader-elect-renew-deadline", "6s"])
+            .args(["--leader-elect-retry-period", "1s"]);
+    }
     command
-        .arg("--kubeconfig")
-        .arg(&options.kubeconfig)
-        .args(["--leader-elect", "--leader-elect-resource-namespace"])
-        .arg(&options.namespace)
-        .args(["--leader-elect-lease-duration", "8s"])
-        .args(["--leader-elect-renew-deadline", "6s"])
-        .args(["--leader-elect-retry-period", "1s"])
         .arg("--namespace")
         .arg(&options.namespace)
         .arg("--metrics-bind-address")

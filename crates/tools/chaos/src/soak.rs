@@ -95,6 +95,12 @@ pub struct SoakArgs {
     /// The namespace of the load (created if missing).
     #[arg(long, env = "CHAOS_NAMESPACE", default_value = "chaos")]
     pub namespace: String,
+    /// Run every binary's replicas as one shard group (`--shard-group`: all active,
+    /// each with its slice) instead of with leader election; the nemesis also adds a
+    /// member now and then, and a sync still running from a frozen replica counts as a
+    /// violation (the shard gate revokes it).
+    #[arg(long, env = "SHARDED", value_parser = clap::builder::FalseyValueParser::new())]
+    pub sharded: bool,
 }
 
 mod secs {
@@ -133,7 +139,9 @@ async fn converge(
 pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let seed = args.seed.unwrap_or_else(rand::random);
     tracing::info!(seed, "chaos soak starting");
-    let kinds = if args.faults.is_empty() {
+    let kinds = if args.faults.is_empty() && args.sharded {
+        FaultKind::SHARDED.to_vec()
+    } else if args.faults.is_empty() {
         FaultKind::ALL.to_vec()
     } else {
         args.faults.clone()
@@ -168,6 +176,7 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
         vm_state_dir: driver.dir().to_path_buf(),
         log_dir: args.out.join("logs"),
         replicas: args.replicas,
+        sharded: args.sharded,
     })
     .await?;
     let watch_stop = CancellationToken::new();
@@ -344,6 +353,13 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
             .iter()
             .map(|o| format!("key synced by two replicas at once: {o}")),
     );
+    if args.sharded && logs.frozen_overlaps > 0 {
+        // Fenced: a frozen member's sync is revoked before its next request.
+        violations.push(format!(
+            "{} syncs of a frozen member overlapped another member's",
+            logs.frozen_overlaps
+        ));
+    }
     let _ = std::fs::write(
         args.out.join("rss.json"),
         serde_json::to_string(&monitor.rss).unwrap_or_default(),

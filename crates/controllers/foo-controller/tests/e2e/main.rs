@@ -66,6 +66,7 @@ impl RunningController {
             loop_options: *options,
             // What the sample-controller binary runs: Deployments cached trimmed.
             trim_deployment_cache: true,
+            shard: None,
         };
         let controller = foo_controller::new_controller(client, &factory, recorder, options);
         factory.start(&cancel);

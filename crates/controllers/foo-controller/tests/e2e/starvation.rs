@@ -127,6 +127,7 @@ async fn run_scenario(prefix: &str, options: &LoopOptions) -> anyhow::Result<Out
             namespace: Some(ns.to_string()),
             loop_options: *options,
             trim_deployment_cache: true,
+            shard: None,
         },
     ));
     // A second handler on the controller's Foo informer (the factory hands out the same

@@ -72,12 +72,16 @@ impl Pager {
     /// page (the same parameters with that token) is sent before this page is decoded.
     /// With `strip_managed_fields`, the objects' `metadata.managedFields` are cut out of
     /// the page before it is decoded (see [`json_scan`](super::json_scan)).
+    ///
+    /// `shard_selector` is sent as the `shardSelector` parameter (KEP-5866) on this
+    /// page and the read-ahead of the next.
     pub(crate) async fn list<K: Resource + DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
         strip_managed_fields: bool,
+        shard_selector: Option<&str>,
     ) -> Result<ObjectList<K>, kube::Error> {
-        let request = self.build(params)?;
+        let request = self.build(params, shard_selector)?;
         let uri = request.uri().to_string();
         let ahead = self.ahead.lock().take();
         let body = match ahead {
@@ -93,7 +97,7 @@ impl Pager {
             next.continue_token = Some(token);
             // A continued list carries no version match (the token holds the version).
             next.version_match = None;
-            let request = self.build(&next)?;
+            let request = self.build(&next, shard_selector)?;
             let uri = request.uri().to_string();
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
@@ -101,11 +105,22 @@ impl Pager {
         decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError)
     }
 
-    fn build(&self, params: &ListParams) -> Result<http::Request<Vec<u8>>, kube::Error> {
+    fn build(
+        &self,
+        params: &ListParams,
+        shard_selector: Option<&str>,
+    ) -> Result<http::Request<Vec<u8>>, kube::Error> {
         let mut request = self
             .request
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
+        if let Some(selector) = shard_selector {
+            super::sharded::append_query(
+                &mut request,
+                super::sharded::SHARD_SELECTOR_PARAM,
+                selector,
+            );
+        }
         request.extensions_mut().insert("list");
         Ok(request)
     }
