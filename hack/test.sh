@@ -193,6 +193,10 @@ bg_start oldest-release bash -c '
   run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
+# The soak once more with every binary scaled out instead (SHARDED=1: one shard group per
+# binary, all replicas active; the nemesis also adds a member for a while), 60 s of
+# faults, beside the leader-election soak below.
+bg_start chaos-sharded env SKIP_CARGO_BUILD=1 SHARDED=1 DURATION=60s bash hack/chaos.sh
 
 # The chaos soak, short: two replicas of every binary with leader election, 200 Foos,
 # 40 VirtualMachines and 6 MyWebs under writes, while a seeded nemesis overlaps faults
@@ -204,6 +208,7 @@ phase "hack/chaos.sh (the short chaos soak)" env SKIP_CARGO_BUILD=1 bash hack/ch
 bg_wait control-plane
 bg_wait oldest-release
 bg_wait demo
+bg_wait chaos-sharded
 bg_wait lints
 
 # Recorded so a growing build footprint shows up in CI logs before it fills a disk.
