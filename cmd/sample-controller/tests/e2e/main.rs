@@ -63,20 +63,23 @@ impl Replica {
         extra: &[&str],
         rust_log: &str,
     ) -> anyhow::Result<Self> {
-        let (metrics, health) = (free_addr(), free_addr());
         let log = std::env::temp_dir().join(format!("{}-{name}.log", env.namespace()));
         let out = std::fs::File::create(&log)?;
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sample-controller"))
+        // Port 0: the process binds ports the system chooses and logs them. (A port
+        // found free here and handed over could be taken by another test's process
+        // before the child binds it.)
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sample-controller"))
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!("--namespace={}", env.namespace()))
-            .arg(format!("--metrics-bind-address={metrics}"))
-            .arg(format!("--health-probe-bind-address={health}"))
+            .arg("--metrics-bind-address=127.0.0.1:0")
+            .arg("--health-probe-bind-address=127.0.0.1:0")
             .args(extra)
             .env("RUST_LOG", rust_log)
             .stdout(Stdio::null())
             .stderr(out)
             .kill_on_drop(true)
             .spawn()?;
+        let (metrics, health) = bound_addresses(&log, &mut child)?;
         Ok(Self {
             name: name.to_string(),
             child,
@@ -130,6 +133,50 @@ impl Replica {
     /// The process's log so far (for failure messages).
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// The metrics and health addresses a replica logged ("serving", with `endpoints`
+/// and `address`, in text or JSON), waiting up to 20 s for them.
+fn bound_addresses(
+    log: &Path,
+    child: &mut tokio::process::Child,
+) -> anyhow::Result<(SocketAddr, SocketAddr)> {
+    let field = |line: &str, name: &str| -> Option<String> {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            return v[name].as_str().map(str::to_string);
+        }
+        let start = line.find(&format!("{name}="))? + name.len() + 1;
+        Some(
+            line[start..]
+                .split_whitespace()
+                .next()?
+                .trim_matches('"')
+                .to_string(),
+        )
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let mut found = (None, None);
+        for line in text
+            .lines()
+            .filter(|l| l.contains("serving") && l.contains("endpoints"))
+        {
+            let address = field(line, "address").and_then(|a| a.parse::<SocketAddr>().ok());
+            match field(line, "endpoints").as_deref() {
+                Some("metrics") => found.0 = address,
+                Some("health") => found.1 = address,
+                _ => {}
+            }
+        }
+        if let (Some(metrics), Some(health)) = found {
+            return Ok((metrics, health));
+        }
+        if child.try_wait()?.is_some() || std::time::Instant::now() > deadline {
+            anyhow::bail!("the replica never said where it serves; its log:\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -306,19 +306,27 @@ impl Manager {
         let servers = CancellationToken::new();
         let _stop_servers = servers.clone().drop_guard();
         let serving = &self.args.serving;
-        for server in [
-            metrics::bind_metrics_with_pipeline(
-                &serving.metrics_bind_address,
-                self.metrics.registry.clone(),
-                serving.debug_pipeline,
-            )
-            .await?,
-            metrics::bind_health(&serving.health_probe_bind_address, self.health.clone()).await?,
+        for (endpoints, server) in [
+            (
+                "metrics",
+                metrics::bind_metrics_with_pipeline(
+                    &serving.metrics_bind_address,
+                    self.metrics.registry.clone(),
+                    serving.debug_pipeline,
+                )
+                .await?,
+            ),
+            (
+                "health",
+                metrics::bind_health(&serving.health_probe_bind_address, self.health.clone())
+                    .await?,
+            ),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(endpoints, server)| Some((endpoints, server?)))
         {
-            info!(address = %server.local_addr(), "serving");
+            // The address as bound: with port 0 in the flag, the one the system chose.
+            info!(address = %server.local_addr(), endpoints, "serving");
             tokio::spawn(server.serve(servers.clone()));
         }
         let webhooks = std::mem::replace(
