@@ -55,7 +55,7 @@ async fn sole_leader(replicas: &[&Replica], within: Duration) -> anyhow::Result<
 }
 
 /// Deployment name -> uid, for the Deployments owned by a Foo.
-async fn owned_deployments(env: &TestEnv) -> anyhow::Result<BTreeMap<String, String>> {
+pub(crate) async fn owned_deployments(env: &TestEnv) -> anyhow::Result<BTreeMap<String, String>> {
     let api: Api<Deployment> = Api::namespaced(env.client().clone(), env.namespace());
     Ok(api
         .list(&ListParams::default())

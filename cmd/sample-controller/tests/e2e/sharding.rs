@@ -346,23 +346,10 @@ async fn wait_converged(
     env: &TestEnv,
     within: Duration,
 ) -> anyhow::Result<BTreeMap<String, String>> {
-    let deployments: Api<Deployment> = Api::namespaced(env.client().clone(), env.namespace());
     let foos: Api<Foo> = Api::namespaced(env.client().clone(), env.namespace());
     Ok(
         wait_for(&format!("{FOOS} Foos converged"), within, || async {
-            let owned: BTreeMap<String, String> = deployments
-                .list(&ListParams::default())
-                .await?
-                .items
-                .into_iter()
-                .filter(|d| controller::get_controller_of(d).is_some_and(|r| r.kind == "Foo"))
-                .map(|d| {
-                    (
-                        d.metadata.name.unwrap_or_default(),
-                        d.metadata.uid.unwrap_or_default(),
-                    )
-                })
-                .collect();
+            let owned = super::leader::owned_deployments(env).await?;
             let with_status = foos
                 .list(&ListParams::default())
                 .await?
@@ -370,7 +357,7 @@ async fn wait_converged(
                 .iter()
                 .filter(|f| f.status.is_some())
                 .count();
-            Ok::<_, kube::Error>(Check::ready_if(
+            Ok::<_, anyhow::Error>(Check::ready_if(
                 owned.len() == FOOS && with_status == FOOS,
                 owned.clone(),
                 format!("{} Deployments, {with_status} statuses", owned.len()),

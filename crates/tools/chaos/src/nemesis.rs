@@ -76,22 +76,11 @@ impl FaultKind {
     ];
 
     /// The kinds a sharded run draws from by default: every kind plus a join.
-    pub const SHARDED: [FaultKind; 14] = [
-        Self::ProxyCut,
-        Self::ProxyRefuse,
-        Self::ProxyStall,
-        Self::ProxySlow,
-        Self::Proxy429,
-        Self::Proxy500,
-        Self::Proxy503,
-        Self::ApiserverRestart,
-        Self::EtcdRestart,
-        Self::Compact410,
-        Self::LeaderKill,
-        Self::LeaderStop,
-        Self::DriverFailures,
-        Self::MemberAdd,
-    ];
+    pub fn sharded() -> Vec<FaultKind> {
+        let mut kinds = Self::ALL.to_vec();
+        kinds.push(Self::MemberAdd);
+        kinds
+    }
 
     /// Whether the fault targets one controller binary.
     fn targets_a_binary(self) -> bool {

@@ -140,7 +140,7 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let seed = args.seed.unwrap_or_else(rand::random);
     tracing::info!(seed, "chaos soak starting");
     let kinds = if args.faults.is_empty() && args.sharded {
-        FaultKind::SHARDED.to_vec()
+        FaultKind::sharded()
     } else if args.faults.is_empty() {
         FaultKind::ALL.to_vec()
     } else {
