@@ -43,9 +43,8 @@ pub(crate) struct ShardState {
     passed: Arc<Mutex<HashSet<String>>>,
     /// The informer's name in logs (the collection's URL).
     name: Arc<str>,
-    /// Objects the server sent inside and outside the ranges asked for.
+    /// Objects the server sent inside the ranges asked for, while undecided.
     inside: Arc<AtomicU64>,
-    outside: Arc<AtomicU64>,
 }
 
 impl ShardState {
@@ -55,30 +54,31 @@ impl ShardState {
             passed: Arc::new(Mutex::new(HashSet::new())),
             name: name.into(),
             inside: Arc::new(AtomicU64::new(0)),
-            outside: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// Counts one object the server sent (inside `ranges` or not) as evidence of its
     /// filtering (see the module docs). Only for rules the server can filter.
     fn evidence(&self, ranges: &RangeSet, inside: bool) {
-        if self.filter.by.server_path().is_none() {
+        // Settled (or a rule the server cannot filter): one load per object, no more.
+        let state = self.filter.server_filtering();
+        if state == ServerFiltering::No || state == ServerFiltering::NotApplicable {
             return;
         }
         if !inside {
-            self.outside.fetch_add(1, Ordering::Relaxed);
+            // Proof the server did not filter; final (see `found`).
             self.found(ServerFiltering::No);
             return;
         }
+        if state == ServerFiltering::Yes {
+            return;
+        }
+        // Unknown, nothing outside so far (that would have made it No): enough objects
+        // inside and a server that ignored the selector would have sent one outside
+        // with probability above 1 - 1e-6.
         let seen = self.inside.fetch_add(1, Ordering::Relaxed) + 1;
         let share = ranges.fraction();
-        // Enough objects inside, none outside: a server that ignored the selector
-        // would have sent one outside with probability above 1 - 1e-6.
-        if share < 0.999
-            && self.outside.load(Ordering::Relaxed) == 0
-            && self.filter.server_filtering() == ServerFiltering::Unknown
-            && (seen as f64) * share.ln() < (1e-6f64).ln()
-        {
+        if share < 0.999 && (seen as f64) * share.ln() < (1e-6f64).ln() {
             self.found(ServerFiltering::Yes);
         }
     }
