@@ -13,8 +13,9 @@
 #     (hack/lib/test-binaries.sh) and the soak and the demo use the binaries as built.
 #   - Long builds that are not needed yet run in the background, so their CPU fills the
 #     gaps of the foreground (a crate compiling alone, tests waiting on a server): the
-#     newest control plane (needed by `cargo test`), then the oldest release and the fuzz
-#     targets under `nice` (needed near the end).
+#     newest control plane (needed by `cargo test`) at the foreground's priority, then the
+#     real node, the oldest release, the fuzz targets and the lints niced (bg_nice, as
+#     they are needed later).
 #   - Builds are cached outside the clone (CI clones afresh every time): the control
 #     plane, the fuzz build, the loom build (other flags: a target dir of its own), the
 #     lints' check build (clippy and rustdoc, niced in the background: a target dir of its
@@ -74,18 +75,20 @@ phase "rustup components (rustfmt, clippy)" bash -c '
 # ~/.cache/kube-controllers-rs/k8s-<version>/bin (or KUBEBUILDER_ASSETS): the newest
 # release (every e2e suite runs on it) and the oldest we support (the cache and Foo e2e
 # suites run on it again at the end). Built with Go on a cold machine (docs/testing.md).
-# One job builds both, newest first (`build` serialises on one lock anyway); the oldest
-# under `nice`, as it is needed only at the end.
+# One job builds both, newest first (`build` serialises on one lock anyway); the newest
+# at the foreground's priority (the tests wait for it), the rest at nice 10 (bg_nice:
+# hack/lib/phases.sh says why a plain `nice` was not enough), as it is needed later.
 # Then the real node's kubelet, kube-proxy and containerd (hack/node.sh), needed by the
 # real-node e2e after the tests, and the oldest release last.
 bg_start control-plane bash -c 'set -e
   bash hack/control-plane.sh build
   echo "[control-plane] newest ready" >&2
   touch "$1"
-  nice -n 19 bash hack/control-plane.sh build --real-node
+  bg_nice 10
+  nice -n 10 bash hack/control-plane.sh build --real-node
   echo "[control-plane] real node ready" >&2
   touch "$2"
-  K8S_VERSION=oldest nice -n 19 bash hack/control-plane.sh build' _ "$PHASE_DIR/newest-ready" "$PHASE_DIR/real-node-ready"
+  K8S_VERSION=oldest nice -n 10 bash hack/control-plane.sh build' _ "$PHASE_DIR/newest-ready" "$PHASE_DIR/real-node-ready"
 # The system packages: QEMU for the VirtualMachine controller's real driver
 # (crates/controllers/vm-driver), Chromium for the pipeline page's browser test (the
 # sample-controller e2e suite), and podman, runc, the CNI plugins, iptables and conntrack
@@ -96,14 +99,14 @@ bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromi
 # At opt-level 1 (FUZZ_OPT_LEVEL): 5 s per target keeps about 3/4 of the executions of
 # opt-level 3 for 70 % of the build's CPU (docs/testing.md). Long runs by hand keep 3.
 export FUZZ_OPT_LEVEL=${FUZZ_OPT_LEVEL:-1}
-bg_start fuzz-build nice -n 19 env -u CARGO_TARGET_DIR FUZZ_BUILD_ONLY=1 bash hack/fuzz.sh
+bg_start fuzz-build bash -c 'bg_nice 15; exec nice -n 15 env -u CARGO_TARGET_DIR FUZZ_BUILD_ONLY=1 bash hack/fuzz.sh'
 # The workqueue's loom models (docs/testing.md, "Loom") build with `--cfg loom`, which
 # changes the flags of every crate: in a target dir of their own, so that the main build
 # is not invalidated, and under `nice` (about 100 s of CPU cold, 4 s warm); the models
 # run in the foreground after the tests.
 loom_target=${LOOM_TARGET_DIR:-$cache_root/loom-target}
 loom_test=(env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" cargo test -p workqueue --lib --locked)
-bg_start loom-build nice -n 19 "${loom_test[@]}" --no-run
+bg_start loom-build bash -c 'bg_nice 19; exec nice -n 19 "$@" --no-run' _ "${loom_test[@]}"
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
@@ -116,12 +119,16 @@ phase "hack/verify-layout.sh (README and docs/architecture.md name every crate; 
 # target dir of their own, in the background, niced: they take the CPU the tests leave
 # idle instead of sitting between fmt and the build. Their result is collected at the end.
 lint_target=${LINT_TARGET_DIR:-$cache_root/lint-target}
-bg_start lints nice -n 19 env CARGO_TARGET_DIR="$lint_target" bash -c '
+# rustdoc also documents the examples: with them, cargo resolves the dev-dependencies'
+# features as clippy's --all-targets does (tokio's test-util, ...), so rustdoc reuses
+# clippy's check of every dependency instead of checking tokio, hyper and kube again.
+bg_start lints env CARGO_TARGET_DIR="$lint_target" bash -c '
   set -e
+  bg_nice 19
   echo "==> cargo clippy --workspace --all-targets -- -D warnings"
-  cargo clippy --workspace --all-targets --locked -- -D warnings
-  echo "==> cargo doc --workspace --no-deps (RUSTDOCFLAGS=-D warnings)"
-  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked'
+  nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
+  echo "==> cargo doc --workspace --no-deps --examples (RUSTDOCFLAGS=-D warnings)"
+  RUSTDOCFLAGS="-D warnings" nice -n 19 cargo doc --workspace --no-deps --examples --locked'
 
 # The one build: every test target and every binary with the workspace's feature set
 # (dev-dependencies on, as `cargo test --workspace` resolves them). The tests, the
@@ -139,25 +146,40 @@ bg_wait packages
 # The in-cluster path on a REAL node (hack/e2e-real-node.sh): the image built here
 # without a registry, deploy/ applied as it is, probes, webhooks through Services, a
 # leader takeover, MyWeb's page over its NodePort. About 2.5 minutes, mostly waiting
-# (Pods starting, the liveness probe failing three times): it runs in the background,
-# niced, beside the tests, as soon as the real node's binaries are built (the job waits
-# for them itself; a failed control-plane job ends it), and must be done before the soak.
+# (Pods starting, the liveness probe failing three times): it runs in the background
+# beside the tests (at their priority: it waits on timeouts too), as soon as the real
+# node's binaries are built (the job waits for them itself; a failed control-plane job
+# ends it), and must be done before the soak.
 bg_start e2e-real-node bash -c '
   while [ ! -e "$1" ]; do
     [ -e "$2" ] && { echo "the control-plane job ended without the real node binaries" >&2; exit 1; }
     sleep 2
   done
-  IMAGE_BIN_DIR="$3" exec nice -n 10 bash hack/e2e-real-node.sh' _ \
+  IMAGE_BIN_DIR="$3" exec bash hack/e2e-real-node.sh' _ \
   "$PHASE_DIR/real-node-ready" "$PHASE_DIR/control-plane.done" "$CARGO_TARGET_DIR/debug"
 
 phase "cargo test (unit, integration, e2e and doc tests)" cargo test --workspace --locked
 
-delta_fifo_reruns() (
-  export CACHE_TEST_QUEUE=delta
-  run_test_binaries cache informer informer_sync informer_watch_list informer_freshness \
-    e2e_informer e2e_pager
-)
-phase "cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)" delta_fifo_reruns
+# The reruns: the cache's informer suites again on the DeltaFIFO (on the newest
+# release, at once), then the cache, Foo and testenv e2e suites on the oldest release we
+# support, as soon as it is built (its binaries come last in the control-plane job). In
+# the background: they mostly wait on their control planes, and the oldest release's build
+# is often not done yet. On the oldest release, a feature the newest server has and this
+# one lacks (an API field or feature added after it) must be detected with a fallback,
+# never a crash; testenv's api test checks the server really is that release.
+bg_start reruns bash -c '
+  set -e
+  source hack/lib/test-binaries.sh
+  echo "==> the cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)"
+  CACHE_TEST_QUEUE=delta run_test_binaries cache informer informer_sync informer_watch_list \
+    informer_freshness e2e_informer e2e_pager
+  echo "==> the e2e suites of the cache, the Foo controller and testenv (api) on the oldest release"
+  while [ ! -e "$1" ]; do sleep 2; done
+  read -r _ _ rc <"$1"; [ "$rc" = 0 ] || { echo "the control-plane job failed" >&2; exit 1; }
+  export K8S_VERSION=oldest
+  run_test_binaries cache e2e_informer e2e_pager
+  run_test_binaries foo-controller e2e
+  run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
 
 # The workqueue's spin lock and slot arena under every interleaving loom explores: the
 # `unsafe` whose soundness rests on ordering between threads (built above).
@@ -167,30 +189,18 @@ phase "loom models of the workqueue's spin lock and slot arena (--cfg loom)" \
 
 # Coverage-guided fuzzing of the parsers that read outside input, a few seconds per
 # target from the checked-in corpus (docs/reliability.md); built above in the
-# background. Longer runs by hand: FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
+# background. CPU-bound but short: niced beside the last tiers, which mostly wait.
+# Longer runs by hand: FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
 bg_wait fuzz-build
-phase "hack/fuzz.sh (every fuzz target, ${FUZZ_SECONDS:-5}s each)" env -u CARGO_TARGET_DIR bash hack/fuzz.sh
+bg_start fuzz bash -c 'bg_nice 10; exec nice -n 10 env -u CARGO_TARGET_DIR bash hack/fuzz.sh'
 
 bg_wait e2e-real-node
 
-# The last three tiers mostly wait (on control planes starting, Pods, leases running
-# out, convergence), so they run side by side: the oldest release's suites and the demo
-# in the background, the soak in the foreground. Each has its own control plane on
-# free ports; the real node is free again (the real-node e2e is done).
+# The last tiers mostly wait (on control planes starting, Pods, leases running out,
+# convergence), so they run side by side: the reruns above, the fuzz targets, the demo
+# and the sharded soak in the background, the soak in the foreground. Each has its own
+# control plane on free ports; the real node is free again (the real-node e2e is done).
 #
-# The oldest release we support: a feature the newest server has and this one lacks
-# (an API field or feature added after it) must be detected with a fallback, never a
-# crash. testenv's api test checks the server really is that release. Its binaries come
-# last in the control-plane job, which this waits for.
-bg_start oldest-release bash -c '
-  set -e
-  while [ ! -e "$1" ]; do sleep 2; done
-  read -r _ _ rc <"$1"; [ "$rc" = 0 ] || { echo "the control-plane job failed" >&2; exit 1; }
-  source hack/lib/test-binaries.sh
-  export K8S_VERSION=oldest
-  run_test_binaries cache e2e_informer e2e_pager
-  run_test_binaries foo-controller e2e
-  run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
 # The soak once more with every binary scaled out instead (SHARDED=1: one shard group per
@@ -206,7 +216,8 @@ bg_start chaos-sharded env SKIP_CARGO_BUILD=1 SHARDED=1 DURATION=60s bash hack/c
 phase "hack/chaos.sh (the short chaos soak)" env SKIP_CARGO_BUILD=1 bash hack/chaos.sh
 
 bg_wait control-plane
-bg_wait oldest-release
+bg_wait reruns
+bg_wait fuzz
 bg_wait demo
 bg_wait chaos-sharded
 bg_wait lints

@@ -3,10 +3,23 @@
 #
 #   phases_init cold|warm        start the clock; the table prints on exit, pass or fail
 #   phase NAME CMD...            run CMD in the foreground as one timed phase
-#   bg_start NAME CMD...         start CMD in the background (own process group, log in
+#   bg_start NAME CMD...         start CMD in the background (own session, log in
 #                                $PHASE_DIR/NAME.log); killed if the run ends first
+#   bg_nice N                    inside a background job: lower the whole job to nice N
+#                                (its autogroup, see below)
 #   bg_wait NAME                 a phase: wait for NAME, print its log, fail if it failed
 #   bg_wait_file NAME FILE       a phase: wait until NAME creates FILE (or fails)
+#
+# Each row also says how much CPU the phase used (user + system seconds of the processes
+# it waited for), and the run ends with how busy the machine's cores were: on 2 cores a
+# run is its CPU work divided by two plus the time a core sat idle (docs/testing.md).
+#
+# Why bg_nice and not `nice`: the kernel groups processes by session for scheduling
+# (autogroups, /proc/sys/kernel/sched_autogroup_enabled), and each background job is a
+# session of its own (setsid), so `nice -n 19` in a job only orders that job's own
+# processes: against the foreground it still got an equal share. Measured here: two
+# sessions spinning two processes each got 5.6 and 5.7 CPU s with `nice -n 19` in the
+# second, and 11.6 and 0.2 with the second's autogroup at 19. bg_nice sets both.
 #
 # The table is Markdown, so a CI log's table can go into docs/testing.md as it is. The
 # guard at its end prints a WARNING when a run passes its budget: 45 minutes cold, 25
@@ -24,6 +37,7 @@ phases_init() {
   PHASE_MODE=$1
   PHASE_T0=$(date +%s)
   PHASE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/test-phases.XXXXXX")
+  PHASE_STAT0=$(cpu_stat)
   PHASE_CURRENT=""
   declare -gA BG_PID=()
   : >"$PHASE_DIR/rows"
@@ -31,11 +45,34 @@ phases_init() {
   log "$PHASE_MODE run started $(date -u +%FT%TZ) on $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 }
 
+# cpu_stat: "busy idle" jiffies of the whole machine since boot (/proc/stat).
+cpu_stat() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6; exit }' /proc/stat; }
+
+# bg_nice N: lower the calling background job (its whole session, every process in it
+# now and later) to nice N against the other sessions. Within the job, `nice -n` still
+# orders its own processes (and is what counts where autogroups are off).
+bg_nice() { echo "$1" >/proc/self/autogroup 2>/dev/null || true; }
+
+# timed FILE CMD...: run CMD; write "user system" CPU seconds of CMD and everything it
+# waited for to FILE. In a subshell, so that a background job the shell reaps meanwhile
+# is not counted.
+timed() (
+  local file=$1
+  shift
+  TIMEFORMAT='%3U %3S'
+  { time "$@" 2>&4; } 4>&2 2>"$file"
+)
+
+export -f bg_nice timed
+
+# cpu_of FILE: the CPU seconds a `timed` FILE holds, or "-".
+cpu_of() { awk 'NF == 2 { printf "%d", $1 + $2; f = 1 } END { if (!f) printf "-" }' "$1" 2>/dev/null || printf -- -; }
+
 # status_of EXIT_CODE: the table's status column.
 status_of() { if [ "$1" = 0 ]; then echo ok; else echo "FAILED (exit $1)"; fi; }
 
-# row KIND NAME START END STATUS
-row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$PHASE_DIR/rows"; }
+# row KIND NAME START END STATUS CPU
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:--}" >>"$PHASE_DIR/rows"; }
 
 phase() {
   local name=$1 start
@@ -44,8 +81,14 @@ phase() {
   start=$(date +%s)
   PHASE_CURRENT_START=$start
   log "$name   [start $(date -u +%T), +$(clock "$start")]"
-  "$@"
-  row fg "$name" "$start" "$(date +%s)" ok
+  if [ "$1" = bg_finish ]; then
+    # Waiting: the job's own row has its CPU. In this shell: it changes BG_PID.
+    "$@"
+    : >"$PHASE_DIR/cpu"
+  else
+    timed "$PHASE_DIR/cpu" "$@"
+  fi
+  row fg "$name" "$start" "$(date +%s)" ok "$(cpu_of "$PHASE_DIR/cpu")"
   printf '==> done in %ss: %s\n' "$(($(date +%s) - start))" "$name"
   PHASE_CURRENT=""
 }
@@ -55,10 +98,11 @@ bg_start() {
   shift
   log "background: $name (log: $PHASE_DIR/$name.log)   [start $(date -u +%T), +$(clock "$(date +%s)")]"
   # setsid: the job and its children form a process group the exit trap can stop.
+  # The functions go along, for the jobs that call bg_nice.
   setsid bash -c '
     done_file=$1; shift
     start=$(date +%s)
-    if "$@"; then rc=0; else rc=$?; fi
+    if timed "$done_file.cpu" "$@"; then rc=0; else rc=$?; fi
     echo "$start $(date +%s) $rc" >"$done_file"
     exit "$rc"' _ "$PHASE_DIR/$name.done" "$@" >"$PHASE_DIR/$name.log" 2>&1 </dev/null &
   BG_PID[$name]=$!
@@ -69,7 +113,7 @@ bg_finish() {
   local name=$1 start end rc
   wait "${BG_PID[$name]}" || true
   read -r start end rc <"$PHASE_DIR/$name.done" || { start=$PHASE_T0 end=$(date +%s) rc=1; }
-  row bg "$name" "$start" "$end" "$(status_of "$rc")"
+  row bg "$name" "$start" "$end" "$(status_of "$rc")" "$(cpu_of "$PHASE_DIR/$name.done.cpu")"
   unset 'BG_PID[$name]'
   sed "s/^/[$name] /" "$PHASE_DIR/$name.log"
   if [ "$rc" != 0 ]; then
@@ -95,7 +139,7 @@ phases_on_exit() {
   for name in "${!BG_PID[@]}"; do
     if [ -e "$PHASE_DIR/$name.done" ]; then
       read -r start end status <"$PHASE_DIR/$name.done"
-      row bg "$name" "$start" "$end" "$(status_of "$status")"
+      row bg "$name" "$start" "$end" "$(status_of "$status")" "$(cpu_of "$PHASE_DIR/$name.done.cpu")"
     else
       kill -TERM -- "-${BG_PID[$name]}" 2>/dev/null
       row bg "$name" "$PHASE_T0" "$now" "stopped: the run ended first"
@@ -106,12 +150,18 @@ phases_on_exit() {
   printf '\n==> Phase timings: %s run of %s (%s), %s cores, %s\n\n' "$PHASE_MODE" \
     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(date -u -d "@$PHASE_T0" +%F)" "$(nproc)" \
     "$([ "$rc" = 0 ] && echo passed || echo "FAILED (exit $rc)")"
-  printf '| phase | start | end | seconds | status |\n|---|---|---|---|---|\n'
-  sort -s -t$'\t' -k3,3n "$PHASE_DIR/rows" | while IFS=$'\t' read -r kind name start end status; do
+  printf '| phase | start | end | seconds | CPU s | status |\n|---|---|---|---|---|---|\n'
+  sort -s -t$'\t' -k3,3n "$PHASE_DIR/rows" | while IFS=$'\t' read -r kind name start end status cpu; do
     [ "$kind" = bg ] && name="(background) $name"
-    printf '| %s | %s | %s | %d | %s |\n' "$name" "$(clock "$start")" "$(clock "$end")" $((end - start)) "$status"
+    printf '| %s | %s | %s | %d | %s | %s |\n' "$name" "$(clock "$start")" "$(clock "$end")" $((end - start)) "$cpu" "$status"
   done
-  printf '| **total** | 0:00 | %s | **%d** (%d min) | |\n' "$(clock "$now")" "$total" $((total / 60))
+  printf '| **total** | 0:00 | %s | **%d** (%d min) | | |\n' "$(clock "$now")" "$total" $((total / 60))
+  # How busy the cores were: what the run could still gain by filling idle time.
+  local busy0 idle0 busy1 idle1
+  read -r busy0 idle0 <<<"$PHASE_STAT0"
+  read -r busy1 idle1 <<<"$(cpu_stat)"
+  awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v hz="$(getconf CLK_TCK)" -v n="$(nproc)" 'BEGIN {
+    printf "\nmachine: %d CPU s busy, %d idle, over %d cores (%.0f %% busy)\n", b / hz, i / hz, n, 100 * b / (b + i + 0.001) }' 
   local budget=$PHASE_BUDGET_WARM
   [ "$PHASE_MODE" = cold ] && budget=$PHASE_BUDGET_COLD
   if [ "$total" -gt "$budget" ]; then
