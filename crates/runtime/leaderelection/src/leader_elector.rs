@@ -308,37 +308,28 @@ impl LeaderElector {
 
     /// client-go's `release`: if the last observed record names us, write a record
     /// with an empty holder and `leaseDurationSeconds: 1` (keeping the transition
-    /// count), so the next candidate may take the lock at its next attempt. The write
-    /// is bounded by `renew_deadline` (client-go: unbounded).
+    /// count), so the next candidate may take the lock at its next attempt. Bounded by
+    /// `renew_deadline` (client-go: unbounded).
+    ///
+    /// Unlike client-go, a conflict is not the end: a renewal cancelled in flight may
+    /// have reached the server although we never read its answer, so the version we
+    /// hold is one behind our own write. On a conflict the lock is read again and, if
+    /// it still names us, released at its current version. (client-go logs "Failed to
+    /// release lock" and the next leader waits a whole lease duration; the e2e suite
+    /// hit exactly this under load.)
     async fn release(&self) -> bool {
         if !self.is_leader() {
             return true;
         }
-        let (leader_transitions, resource_version) = {
-            let observed = self.observed.lock();
-            (
-                observed.record.leader_transitions,
-                observed.resource_version.clone(),
-            )
-        };
         let lock = self.config.lock.describe();
-        let Some(resource_version) = resource_version else {
-            tracing::error!(%lock, "failed to release lock: no resourceVersion observed");
-            return false;
-        };
-        let now = now_micros();
-        let record = LeaderElectionRecord {
-            holder_identity: String::new(),
-            lease_duration_seconds: 1,
-            acquire_time: Some(now),
-            renew_time: Some(now),
-            leader_transitions,
-        };
-        let update = self.config.lock.update(record.clone(), resource_version);
-        match tokio::time::timeout(self.config.renew_deadline, update).await {
-            Ok(Ok(resource_version)) => {
+        match tokio::time::timeout(
+            self.config.renew_deadline,
+            self.release_at_current_version(),
+        )
+        .await
+        {
+            Ok(Ok(())) => {
                 tracing::info!(%lock, identity = self.identity(), "released leader lease");
-                self.set_observed_record(record, resource_version);
                 true
             }
             Ok(Err(error)) => {
@@ -348,6 +339,57 @@ impl LeaderElector {
             Err(_elapsed) => {
                 tracing::error!(%lock, "failed to release lock: timed out");
                 false
+            }
+        }
+    }
+
+    /// The writes of [`release`](Self::release): at the observed version, then (after a
+    /// conflict) once more at the version read back if the lock still names us.
+    async fn release_at_current_version(&self) -> Result<(), ReleaseError> {
+        let (mut leader_transitions, observed) = {
+            let observed = self.observed.lock();
+            (
+                observed.record.leader_transitions,
+                observed.resource_version.clone(),
+            )
+        };
+        let mut resource_version = observed.ok_or(ReleaseError::NoVersion)?;
+        let mut reread = false;
+        loop {
+            let now = now_micros();
+            let record = LeaderElectionRecord {
+                holder_identity: String::new(),
+                lease_duration_seconds: 1,
+                acquire_time: Some(now),
+                renew_time: Some(now),
+                leader_transitions,
+            };
+            match self
+                .config
+                .lock
+                .update(record.clone(), resource_version)
+                .await
+            {
+                Ok(version) => {
+                    self.set_observed_record(record, version);
+                    return Ok(());
+                }
+                Err(error) if error.is_conflict() && !reread => {
+                    reread = true;
+                    let current = self.config.lock.get().await?;
+                    match current {
+                        Some(current) if current.record.holder_identity == self.identity() => {
+                            tracing::debug!(
+                                "release conflicted with our own renewal; releasing at the current version"
+                            );
+                            leader_transitions = current.record.leader_transitions;
+                            resource_version = current.resource_version;
+                        }
+                        // Someone else holds it (or nobody): nothing of ours to release.
+                        _ => return Ok(()),
+                    }
+                }
+                Err(error) => return Err(error.into()),
             }
         }
     }
@@ -549,4 +591,15 @@ impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
         self.0.store(false, Ordering::SeqCst);
     }
+}
+
+/// Why [`LeaderElector::release`] could not release.
+#[derive(Debug, thiserror::Error)]
+enum ReleaseError {
+    /// No write or read of the lock was ever observed.
+    #[error("no resourceVersion observed")]
+    NoVersion,
+    /// The lock's read or write failed.
+    #[error(transparent)]
+    Lock(#[from] crate::resource_lock::LockError),
 }

@@ -146,6 +146,7 @@ struct Network {
     hanging: bool,
     latency: Duration,
     write_latency: Duration,
+    answer_latency: Duration,
 }
 
 /// One candidate's [`ResourceLock`] on a [`MemoryLease`]. Cloning shares the
@@ -180,6 +181,21 @@ impl MemoryLock {
     /// to write: the race that optimistic concurrency must settle.
     pub fn set_write_latency(&self, latency: Duration) {
         self.network.lock().write_latency = latency;
+    }
+
+    /// Every create and update is applied at once, but its answer arrives only after
+    /// `latency`: a caller that stops waiting meanwhile (a cancelled renewal) wrote
+    /// without learning the new resourceVersion.
+    pub fn set_answer_latency(&self, latency: Duration) {
+        self.network.lock().answer_latency = latency;
+    }
+
+    /// Waits for the answer of an applied write like the network would.
+    async fn answer(&self) {
+        let latency = self.network.lock().answer_latency;
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
     }
 
     /// Waits like the network would; `Err` if the request fails.
@@ -265,30 +281,34 @@ impl MemoryLock {
             self.log_failure(OpKind::Update);
             return Err(e);
         }
-        let mut state = self.lease.state.lock();
-        let current_version = state.current.as_ref().map(|c| c.resource_version.clone());
-        match current_version {
-            None => {
-                self.log(&mut state, OpKind::Update, OpOutcome::NotFound);
-                Err(LockError::Other {
-                    lock: self.describe(),
-                    message: "not found".into(),
-                })
+        let applied = {
+            let mut state = self.lease.state.lock();
+            let current_version = state.current.as_ref().map(|c| c.resource_version.clone());
+            match current_version {
+                None => {
+                    self.log(&mut state, OpKind::Update, OpOutcome::NotFound);
+                    return Err(LockError::Other {
+                        lock: self.describe(),
+                        message: "not found".into(),
+                    });
+                }
+                Some(current) if current != resource_version => {
+                    self.log(&mut state, OpKind::Update, OpOutcome::Conflict);
+                    return Err(LockError::Conflict {
+                        lock: self.describe(),
+                        resource_version,
+                        message: format!("the object has been modified (now at {current})"),
+                    });
+                }
+                Some(_) => {
+                    let resource_version = state.write(record);
+                    self.log(&mut state, OpKind::Update, OpOutcome::Ok);
+                    resource_version
+                }
             }
-            Some(current) if current != resource_version => {
-                self.log(&mut state, OpKind::Update, OpOutcome::Conflict);
-                Err(LockError::Conflict {
-                    lock: self.describe(),
-                    resource_version,
-                    message: format!("the object has been modified (now at {current})"),
-                })
-            }
-            Some(_) => {
-                let resource_version = state.write(record);
-                self.log(&mut state, OpKind::Update, OpOutcome::Ok);
-                Ok(resource_version)
-            }
-        }
+        };
+        self.answer().await;
+        Ok(applied)
     }
 }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 use clap::Args;
 use cliflag::parse_duration;
 
-use crate::coordinator::ShardConfig;
+use crate::config::ShardConfig;
 
 /// Sharding flags; `#[command(flatten)]` them into a binary's arguments. (The fields
 /// carry the `shard_` prefix because clap names arguments after fields, and leader

@@ -3,6 +3,14 @@
 //! replicas ever syncing the same key at once**. The rules (docs/architecture.md,
 //! "Scaling out"):
 //!
+//! 0. **Join, then look.** In a group being formed (no live member holds anything),
+//!    a replica's first turns only announce it (a Lease holding nothing) for
+//!    [`ShardConfig::join_grace`] (two retry periods): replicas started together (a
+//!    Deployment created) see each other before any of them caches or claims a range.
+//!    Without it the first to start saw itself alone, listed every object and let
+//!    most of them go a turn later (measured: the first of three replicas peaked at
+//!    the memory of one replica caching everything). Joining a working group needs
+//!    no wait (its members are there to be seen), so a scale-up adds no gap.
 //! 1. **Live members.** Every `retry_period` the loop lists the group's Leases. A
 //!    member is live while its record changed less than its `leaseDurationSeconds`
 //!    ago, measured from when *this* replica saw the change (as leader election
@@ -35,7 +43,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use cache::SharedIndexInformer;
 use cache::shard::{RangeSet, ShardBy, ShardRanges};
@@ -50,67 +57,10 @@ use tracing::{debug, error, info, warn};
 use workqueue::RateLimitingQueue;
 
 use crate::assignment::ranges_for;
+use crate::config::{ConfigError, ShardConfig, ShardStatus};
 use crate::gate::{DepartedHandler, Gate, ShardGate};
 use crate::member::{MemberRecord, MemberStore, StoreError};
 use crate::metrics::ShardMetrics;
-
-/// How a replica takes part in a shard group.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardConfig {
-    /// The group's name: replicas of one controller share it (the Leases' label).
-    pub group: String,
-    /// This replica's identity; unique in the group.
-    pub identity: String,
-    /// How long a member stays live without renewing.
-    pub lease_duration: Duration,
-    /// How long this replica works on without a successful renewal.
-    pub renew_deadline: Duration,
-    /// How often the loop renews and looks at the members.
-    pub retry_period: Duration,
-}
-
-impl ShardConfig {
-    /// Checks `retry_period < renew_deadline < lease_duration` (the margins the
-    /// handover's safety rests on, as in leader election).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.group.is_empty() {
-            return Err(ConfigError("the shard group name is empty".into()));
-        }
-        if self.renew_deadline >= self.lease_duration {
-            return Err(ConfigError(format!(
-                "shard renew deadline ({:?}) must be shorter than the lease duration ({:?})",
-                self.renew_deadline, self.lease_duration
-            )));
-        }
-        if self.retry_period >= self.renew_deadline {
-            return Err(ConfigError(format!(
-                "shard retry period ({:?}) must be shorter than the renew deadline ({:?})",
-                self.retry_period, self.renew_deadline
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// An invalid [`ShardConfig`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-/// What the coordinator last saw and did (the pipeline page, metrics, tests).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ShardStatus {
-    /// The live members, sorted (this replica included).
-    pub members: Vec<String>,
-    /// The ranges this replica should hold.
-    pub target: RangeSet,
-    /// The ranges it holds (syncs admitted).
-    pub held: RangeSet,
-    /// Handovers so far: ranges gained and released.
-    pub gained: u64,
-    /// See `gained`.
-    pub released: u64,
-}
 
 type GainedHook = Arc<dyn Fn(&RangeSet) + Send + Sync>;
 
@@ -299,8 +249,24 @@ impl Shard {
         let Some(view) = self.observe(state).await else {
             return;
         };
-        // Rule 2: what we should hold; cache it (and what we still hold).
         let target = ranges_for(&view.members, &config.identity);
+
+        // Rule 0: a replica that just joined a group being formed (nobody holds
+        // anything yet) only announces itself for a while. Joining a working group
+        // needs no wait: its members are all there to be seen.
+        if state.joining() && !view.others_held.is_empty() {
+            state.join_until = Some(Instant::now());
+        }
+        if state.joining() {
+            if self.write(state, RangeSet::empty()).await && state.join_until.is_none() {
+                state.join_until = Some(Instant::now() + config.join_grace());
+                info!(group = %config.group, grace = ?config.join_grace(), "announced; waiting for replicas started together before claiming");
+            }
+            self.publish(state, &view.members, &target);
+            return;
+        }
+
+        // Rule 2: what we should hold; cache it (and what we still hold).
         inner.ranges.set(target.union(&gate.owned()));
 
         // Rule 3: release what left the target: no new syncs at once; it stays
@@ -526,8 +492,17 @@ struct LoopState {
     seen: HashMap<String, (String, Instant)>,
     /// Our record's version ("" before it exists).
     version: String,
+    /// Until when rule 0 holds us back; `None` before our first announcement.
+    join_until: Option<Instant>,
     gained: u64,
     released: u64,
+}
+
+impl LoopState {
+    /// Whether rule 0 still holds: not yet announced, or announced too recently.
+    fn joining(&self) -> bool {
+        self.join_until.is_none_or(|until| Instant::now() < until)
+    }
 }
 
 /// The members as one turn saw them.

@@ -26,6 +26,7 @@
 //! | members as Leases | [`member`] |
 //! | the per-key fence in the loop | [`gate`] ([`controller::SyncGate`]) |
 //! | the loop that renews, releases and claims | [`coordinator`] (its docs state the rules) |
+//! | a replica's configuration and status | [`config`] |
 //! | `--shard-*` flags | [`args`] |
 //! | `/metrics` | [`metrics`] |
 //!
@@ -64,6 +65,7 @@
 
 pub mod args;
 pub mod assignment;
+pub mod config;
 pub mod coordinator;
 pub mod gate;
 pub mod member;
@@ -73,7 +75,8 @@ pub mod testing;
 
 pub use args::ShardArgs;
 pub use assignment::{assign, moved_fraction, ranges_for};
-pub use coordinator::{ConfigError, Shard, ShardConfig, ShardStatus};
+pub use config::{ConfigError, ShardConfig, ShardStatus};
+pub use coordinator::Shard;
 pub use gate::ShardGate;
 pub use member::{LeaseMembers, MemberRecord, MemberStore, StoreError};
 pub use metrics::ShardMetrics;

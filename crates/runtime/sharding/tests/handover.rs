@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 const LEASE: Duration = Duration::from_secs(15);
 const RENEW: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_secs(2);
+/// A first replica holds its ranges after the join grace (two retry periods) and one
+/// more jittered turn.
+const FIRST_TURNS: Duration = Duration::from_secs(7);
 
 struct Replica {
     shard: Shard,
@@ -86,7 +89,7 @@ fn half(upper: bool) -> RangeSet {
 async fn one_replica_holds_everything() {
     let members = MemoryMembers::new();
     let a = start(&members, "a");
-    run_checked(&[&a], Duration::from_secs(3)).await;
+    run_checked(&[&a], FIRST_TURNS).await;
     assert_eq!(a.shard.held(), RangeSet::all());
     assert!(a.shard.try_sync(42).is_some());
 }
@@ -95,7 +98,7 @@ async fn one_replica_holds_everything() {
 async fn a_join_splits_the_space_without_overlap() {
     let members = MemoryMembers::new();
     let a = start(&members, "a");
-    run_checked(&[&a], Duration::from_secs(5)).await;
+    run_checked(&[&a], FIRST_TURNS).await;
     let b = start(&members, "b");
     run_checked(&[&a, &b], Duration::from_secs(12)).await;
     assert_eq!(a.shard.held(), half(false));
@@ -115,7 +118,7 @@ async fn a_join_splits_the_space_without_overlap() {
 async fn a_lost_range_is_released_only_after_its_syncs_end() {
     let members = MemoryMembers::new();
     let a = start(&members, "a");
-    run_checked(&[&a], Duration::from_secs(3)).await;
+    run_checked(&[&a], FIRST_TURNS).await;
     // A sync of a key in the upper half (which "b" will get) is in flight.
     let pass = a.shard.try_sync(u64::MAX).expect("a holds everything");
     let b = start(&members, "b");
@@ -242,4 +245,43 @@ async fn three_replicas_starting_at_once_never_overlap() {
         .iter()
         .fold(RangeSet::empty(), |acc, r| acc.union(&r.shard.held()));
     assert_eq!(all, RangeSet::all());
+}
+
+#[tokio::test(start_paused = true)]
+async fn replicas_starting_together_never_cache_more_than_their_share() {
+    // Rule 0: none of them saw itself alone and listed everything.
+    let members = MemoryMembers::new();
+    let replicas = [
+        start(&members, "a"),
+        start(&members, "b"),
+        start(&members, "c"),
+    ];
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for r in &replicas {
+            let cached = r.shard.ranges().get().map_or(0.0, |set| set.fraction());
+            assert!(
+                cached < 1.0 / 3.0 + 1e-9,
+                "a replica cached {cached} of the space"
+            );
+        }
+    }
+    for r in &replicas {
+        assert!((r.shard.held().fraction() - 1.0 / 3.0).abs() < 1e-9);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn joining_a_working_group_needs_no_grace() {
+    let members = MemoryMembers::new();
+    let a = start(&members, "a");
+    run_checked(&[&a], FIRST_TURNS).await;
+    let b = start(&members, "b");
+    // b's first turn already caches its target (rule 0 would wait two retry periods).
+    run_checked(&[&a, &b], Duration::from_millis(200)).await;
+    assert_eq!(b.shard.ranges().get().as_deref(), Some(&half(true)));
+    // a releases the upper half within a turn; b claims it by its third turn.
+    run_checked(&[&a, &b], RETRY * 3).await;
+    assert_eq!(b.shard.held(), half(true));
 }
