@@ -98,15 +98,20 @@ bg_start packages bash -c 'bash hack/install-qemu.sh && bash hack/install-chromi
 # instrumentation, nightly): nothing to share with target/, so they fill idle CPU.
 # At opt-level 1 (FUZZ_OPT_LEVEL): 5 s per target keeps about 3/4 of the executions of
 # opt-level 3 for 70 % of the build's CPU (docs/testing.md). Long runs by hand keep 3.
+# Coverage-guided fuzzing of the parsers that read outside input, a few seconds per
+# target from the checked-in corpus (docs/reliability.md), once built. Niced: nothing
+# waits for it but the end of the run, so it takes what the build, the tests and the last
+# tiers leave idle. Longer runs by hand: FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
 export FUZZ_OPT_LEVEL=${FUZZ_OPT_LEVEL:-1}
-bg_start fuzz-build bash -c 'bg_nice 15; exec nice -n 15 env -u CARGO_TARGET_DIR FUZZ_BUILD_ONLY=1 bash hack/fuzz.sh'
-# The workqueue's loom models (docs/testing.md, "Loom") build with `--cfg loom`, which
-# changes the flags of every crate: in a target dir of their own, so that the main build
-# is not invalidated, and under `nice` (about 100 s of CPU cold, 4 s warm); the models
-# run in the foreground after the tests.
+bg_start fuzz bash -c 'bg_nice 15; exec nice -n 15 env -u CARGO_TARGET_DIR bash hack/fuzz.sh'
+# The workqueue's spin lock and slot arena under every interleaving loom explores: the
+# `unsafe` whose soundness rests on ordering between threads (docs/testing.md, "Loom").
+# `--cfg loom` changes the flags of every crate: in a target dir of their own, so that
+# the main build is not invalidated (about 100 s of CPU cold, 4 s warm), then the models
+# (7 s). Niced, collected at the end like the fuzz targets.
 loom_target=${LOOM_TARGET_DIR:-$cache_root/loom-target}
-loom_test=(env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" cargo test -p workqueue --lib --locked)
-bg_start loom-build bash -c 'bg_nice 19; exec nice -n 19 "$@" --no-run' _ "${loom_test[@]}"
+bg_start loom env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" bash -c '
+  bg_nice 19; exec nice -n 19 cargo test -p workqueue --lib --locked loom_models'
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
@@ -181,25 +186,13 @@ bg_start reruns bash -c '
   run_test_binaries foo-controller e2e
   run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
 
-# The workqueue's spin lock and slot arena under every interleaving loom explores: the
-# `unsafe` whose soundness rests on ordering between threads (built above).
-bg_wait loom-build
-phase "loom models of the workqueue's spin lock and slot arena (--cfg loom)" \
-  "${loom_test[@]}" loom_models
-
-# Coverage-guided fuzzing of the parsers that read outside input, a few seconds per
-# target from the checked-in corpus (docs/reliability.md); built above in the
-# background. CPU-bound but short: niced beside the last tiers, which mostly wait.
-# Longer runs by hand: FUZZ_SECONDS=600 bash hack/fuzz.sh <target>.
-bg_wait fuzz-build
-bg_start fuzz bash -c 'bg_nice 10; exec nice -n 10 env -u CARGO_TARGET_DIR bash hack/fuzz.sh'
-
 bg_wait e2e-real-node
 
 # The last tiers mostly wait (on control planes starting, Pods, leases running out,
-# convergence), so they run side by side: the reruns above, the fuzz targets, the demo
-# and the sharded soak in the background, the soak in the foreground. Each has its own
-# control plane on free ports; the real node is free again (the real-node e2e is done).
+# convergence), so they run side by side: the reruns above, the demo and the sharded
+# soak in the background, the soak in the foreground; the niced fuzz, loom and lint jobs
+# take the CPU they leave idle. Each has its own control plane on free ports; the real
+# node is free again (the real-node e2e is done).
 #
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
@@ -217,9 +210,10 @@ phase "hack/chaos.sh (the short chaos soak)" env SKIP_CARGO_BUILD=1 bash hack/ch
 
 bg_wait control-plane
 bg_wait reruns
-bg_wait fuzz
 bg_wait demo
 bg_wait chaos-sharded
+bg_wait loom
+bg_wait fuzz
 bg_wait lints
 
 # Recorded so a growing build footprint shows up in CI logs before it fills a disk.

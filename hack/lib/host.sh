@@ -1,8 +1,29 @@
 # Shared by hack/control-plane.sh, hack/node.sh and hack/image.sh (source it).
 
-# free_ports N: N distinct free loopback TCP ports (all bound at once, then released).
+# free_ports N: N distinct free loopback TCP ports (all bound at once, then released),
+# drawn at random from BELOW the kernel's ephemeral range (ip_local_port_range, 32768-60999
+# by default). A port the kernel hands out itself (to a `bind(:0)`, or as the source port
+# of any outgoing connection) comes from that range, so an ephemeral port found free and
+# released here could be taken before its component binds it: a kube-controller-manager
+# of the demo failed with "bind: address already in use" while two soaks ran beside it.
+# Below the range only another caller of this function can draw the same port, 1 in
+# about 20,000 per port.
 free_ports() {
-  perl -MIO::Socket::INET -e 'my @s = map { IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1:0", ReuseAddr => 1) or die "bind: $!" } 1..$ARGV[0]; print join(" ", map { $_->sockport } @s), "\n"' "$1"
+  perl -MIO::Socket::INET -e '
+    my ($n) = @ARGV;
+    my $low = 32768;
+    if (open(my $f, "<", "/proc/sys/net/ipv4/ip_local_port_range")) { ($low) = split(" ", <$f>); }
+    my $from = 10000;
+    $from = 1024 if $low - $from < 1000;
+    my (@s, %seen);
+    for (my $tries = 0; @s < $n; $tries++) {
+      die "no free port below $low after $tries tries\n" if $tries > 10000;
+      my $p = $from + int(rand($low - $from));
+      next if $seen{$p}++;
+      my $sock = IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1:$p") or next;
+      push @s, $sock;
+    }
+    print join(" ", map { $_->sockport } @s), "\n"' "$1"
 }
 
 # apt_install PACKAGE...: install Debian packages quietly; the package lists are

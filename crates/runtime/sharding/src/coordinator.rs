@@ -58,7 +58,7 @@ use workqueue::RateLimitingQueue;
 
 use crate::assignment::ranges_for;
 use crate::config::{ConfigError, ShardConfig, ShardStatus};
-use crate::gate::{DepartedHandler, Gate, ShardGate};
+use crate::gate::{Departed, DepartedHandler, Gate, ShardGate};
 use crate::member::{MemberRecord, MemberStore, StoreError};
 use crate::metrics::ShardMetrics;
 
@@ -173,7 +173,7 @@ impl Shard {
         K: Resource + Send + Sync + 'static,
     {
         let by = ShardBy::UID;
-        let departed = Arc::new(Mutex::new(HashMap::new()));
+        let departed = Arc::new(Mutex::new(Departed::new()));
         // The registration lives as long as the informer.
         let _ = informer.add_event_handler(DepartedHandler {
             by,

@@ -5,7 +5,11 @@
 //!
 //! [`ShardGate`] is what the controller loop asks ([`controller::SyncGate`]): it
 //! hashes the key's object (the UID of the cached primary, or the last one known for
-//! a key whose object left the cache) and admits the sync only if the hash is held.
+//! a key whose object left the cache) and admits the sync only if the hash is held. A
+//! key it cannot place (never cached by this process, or departed more than
+//! [`DEPARTED_TTL`] ago) is skipped: handing it to the sync would make it "not found"
+//! on a replica that may not own it (the chaos soak caught exactly that: a key whose
+//! object had moved to another replica, skipped once, then admitted as unknown).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -194,7 +198,8 @@ impl Gate {
         }
         let admitted = match hash {
             Some(h) => state.owned.contains(h),
-            None => !state.owned.is_empty(),
+            // A key nobody can place is nobody's here (see the module docs).
+            None => false,
         };
         if !admitted {
             return None;
@@ -264,8 +269,8 @@ pub struct ShardGate {
     gate: Arc<Gate>,
     lookup: Lookup,
     /// The last hash of keys whose objects left the cache (deleted, or moved to
-    /// another replica's range), until their key is next synced or skipped.
-    departed: Arc<Mutex<HashMap<String, u64>>>,
+    /// another replica's range).
+    departed: Arc<Mutex<Departed>>,
     skipped: Option<prometheus_client::metrics::counter::Counter>,
 }
 
@@ -282,7 +287,7 @@ impl ShardGate {
     pub(crate) fn new(
         gate: Arc<Gate>,
         lookup: Lookup,
-        departed: Arc<Mutex<HashMap<String, u64>>>,
+        departed: Arc<Mutex<Departed>>,
         skipped: Option<prometheus_client::metrics::counter::Counter>,
     ) -> Self {
         Self {
@@ -296,13 +301,10 @@ impl ShardGate {
 
 impl SyncGate for ShardGate {
     fn admit(&self, key: &str) -> Admission {
-        let hash = match (self.lookup)(key) {
-            Some(hash) => {
-                self.departed.lock().remove(key);
-                Some(hash)
-            }
-            None => self.departed.lock().remove(key),
-        };
+        // The cached object's hash, else the last one seen. The departed entry stays
+        // until the object is back in the cache or the entry expires: a key is often
+        // queued again (a retry, another event), and every time it must be placed.
+        let hash = (self.lookup)(key).or_else(|| self.departed.lock().get(key));
         match self.gate.enter(hash) {
             Some(pass) => Admission::Admit(pass),
             None => {
@@ -315,11 +317,54 @@ impl SyncGate for ShardGate {
     }
 }
 
+/// How long the hash of a key whose object left the cache is remembered: longer than
+/// any requeue delay of the default rate limiter (client-go's caps at 1,000 s), so a
+/// retried key is still placed. After it, the key is skipped as unknown; the objects
+/// are gone from this replica's view, and their owned objects are garbage collected
+/// through owner references, not by a sync on "not found".
+pub const DEPARTED_TTL: Duration = Duration::from_secs(3600);
+
+/// The last hashes of keys whose objects left the cache, each for [`DEPARTED_TTL`]:
+/// one entry per object that left, pruned as new ones arrive.
+#[derive(Debug)]
+pub(crate) struct Departed {
+    entries: HashMap<String, (u64, Instant)>,
+    pruned: Instant,
+}
+
+impl Departed {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: HashMap::new(),
+            pruned: Instant::now(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<u64> {
+        let (hash, at) = self.entries.get(key)?;
+        (at.elapsed() < DEPARTED_TTL).then_some(*hash)
+    }
+
+    fn insert(&mut self, key: String, hash: u64) {
+        let now = Instant::now();
+        if now.duration_since(self.pruned) > DEPARTED_TTL / 4 {
+            self.entries
+                .retain(|_, (_, at)| now.duration_since(*at) < DEPARTED_TTL);
+            self.pruned = now;
+        }
+        self.entries.insert(key, (hash, now));
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.entries.remove(key);
+    }
+}
+
 /// The primary informer's handler that remembers the hash of objects leaving the
 /// cache, so the gate can still place their keys.
 pub(crate) struct DepartedHandler {
     pub(crate) by: ShardBy,
-    pub(crate) departed: Arc<Mutex<HashMap<String, u64>>>,
+    pub(crate) departed: Arc<Mutex<Departed>>,
 }
 
 impl<K: kube::Resource + Send + Sync + 'static> cache::EventHandler<K> for DepartedHandler {
@@ -359,8 +404,8 @@ mod tests {
             "another replica's hash"
         );
         assert!(
-            gate.enter(None).is_some(),
-            "a key never seen: admitted while anything is owned"
+            gate.enter(None).is_none(),
+            "a key nobody can place: never admitted"
         );
         tokio::time::advance(Duration::from_secs(10)).await;
         assert!(
@@ -371,6 +416,32 @@ mod tests {
         assert!(gate.renewed_until(Instant::now() + Duration::from_secs(10)));
         assert!(gate.enter(Some(1)).is_none());
         assert_eq!(gate.owned(), RangeSet::empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_departed_key_is_placed_by_its_last_hash_every_time_until_it_expires() {
+        let gate = Arc::new(Gate::new());
+        gate.renewed_until(Instant::now() + Duration::from_secs(100_000));
+        gate.grow(&half());
+        let departed = Arc::new(Mutex::new(Departed::new()));
+        let shard_gate = ShardGate::new(gate.clone(), Box::new(|_| None), departed.clone(), None);
+        let admitted = |key: &str| matches!(shard_gate.admit(key), Admission::Admit(_));
+        // Moved to another replica's range: skipped however often it is queued.
+        departed.lock().insert("ns/moved".into(), u64::MAX);
+        // Deleted in ours: admitted (the sync sees "not found"), again on a retry.
+        departed.lock().insert("ns/deleted".into(), 1);
+        for _ in 0..3 {
+            assert!(!admitted("ns/moved"));
+            assert!(admitted("ns/deleted"));
+        }
+        assert!(!admitted("ns/never-cached"));
+        tokio::time::advance(DEPARTED_TTL).await;
+        assert!(!admitted("ns/deleted"), "expired: unknown, skipped");
+        departed.lock().insert("ns/new".into(), 2);
+        assert!(
+            departed.lock().entries.len() == 1,
+            "the expired entries were pruned"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -529,12 +529,30 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// A free loopback port (bound, then released).
+/// A free loopback port (bound, then released), drawn at random from below the
+/// kernel's ephemeral range, as `hack/lib/host.sh`'s `free_ports` does: a replica binds
+/// its port again after every restart, and an ephemeral port may meanwhile have become
+/// the source port of some outgoing connection ("address already in use").
 pub fn free_port() -> Result<u16, ChaosError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| ChaosError::io("finding a free port", e))
+    use rand::Rng;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let from = if low > 11_000 { 10_000 } else { 1024 };
+    let mut rng = rand::rng();
+    let mut last = None;
+    for _ in 0..1000 {
+        let port = rng.random_range(from..low.max(from + 1));
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(ChaosError::io(
+        "finding a free port below the ephemeral range",
+        last.unwrap_or_else(|| std::io::Error::other("no port tried")),
+    ))
 }
 
 /// `GET path` on 127.0.0.1:`port` (HTTP/1.0), the body; None on any failure or after 1 s.
