@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | one object, a list, an error `Status` | `k8s\0` + `runtime.Unknown{typeMeta, raw}` | [`envelope`] |
 //! | a watch (`;stream=watch`) | frames: 4-byte big-endian length + `WatchEvent{type, object{raw}}`, whose `raw` is again an envelope | [`frame`], [`watch`] |
+//! | a list's `ListMeta`, an error's `Status` | `meta/v1` messages | [`meta`] |
 //! | the messages inside | protobuf fields, read without copying | [`wire`] |
 //!
 //! # Why hand-written
@@ -39,6 +40,7 @@
 
 pub mod envelope;
 pub mod frame;
+pub mod meta;
 pub mod watch;
 pub mod wire;
 
