@@ -37,6 +37,12 @@
 # the list; a repeated scalar flag such as --node-monitor-grace-period=1h wins). The chaos
 # soak (hack/chaos.sh) uses it so restarting the API server does not look like dead Nodes.
 #
+# READY_TIMEOUT_S (default 180): how long `up` and the restart-* commands wait for a
+# component to answer (/readyz, /health, /healthz). A started kube-apiserver fills its
+# caches and builds its OpenAPI specs before /readyz says ok: 14 s on an idle machine,
+# over 60 s in CI's last phase, where four control planes share 2 cores (a warm run
+# failed there at the old 60 s bound).
+#
 # K8S_VERSION picks the Kubernetes release (default: newest):
 #   newest        hack/tools/control-plane/go.mod         (the suite's default)
 #   oldest        hack/tools/control-plane/oldest/go.mod  (oldest release we support)
@@ -102,6 +108,7 @@ select_release() {
 }
 select_release
 KWOK_VERSION=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ { print $2 }' "$KWOK_DIR/go.mod")
+READY_TIMEOUT_S=${READY_TIMEOUT_S:-180}
 CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 BIN_DIR=$CACHE_ROOT/k8s-$K8S_VERSION/bin
 # kwok does not depend on the Kubernetes release: one build serves every release.
@@ -428,7 +435,7 @@ restart_apiserver() {
   for i in "${COMPONENT_PIDS[@]}"; do [ "$i" = "$pid" ] || kept+=("$i"); done
   COMPONENT_PIDS=("${kept[@]}")
   start_apiserver
-  wait_until 60 "kube-apiserver /readyz after restart" kubectl_admin get --raw=/readyz --request-timeout=2s
+  wait_until "$READY_TIMEOUT_S" "kube-apiserver /readyz after restart" kubectl_admin get --raw=/readyz --request-timeout=2s
   echo $(($(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0) + 1)) >"$STATE/apiserver-generation"
   log "kube-apiserver restarted (pid $(cat "$STATE/pids/kube-apiserver.pid"))"
 }
@@ -446,12 +453,14 @@ kubectl_admin() { "$(bin_path kubectl)" --kubeconfig="$STATE/kubeconfig" "$@"; }
 
 # wait_until TIMEOUT_S WHAT CMD...: poll CMD every 0.2 s.
 wait_until() {
-  local deadline=$((SECONDS + $1)) what=$2
+  local timeout=$1 deadline=$((SECONDS + $1)) what=$2
   shift 2
   until "$@" >/dev/null 2>&1; do
     if [ $SECONDS -ge $deadline ]; then
-      log "timed out waiting for $what; logs in $STATE/logs"
+      # The logs first, the reason last: callers that keep only the tail of stderr
+      # (the chaos soak's fault records) keep the reason.
       tail -n 20 "$STATE"/logs/*.log >&2 || true
+      log "timed out after $timeout s waiting for $what; logs in $STATE/logs"
       return 1
     fi
     check_alive
@@ -573,7 +582,7 @@ cmd_up() {
     --profiling=false --v=1 >"$STATE/kube-apiserver.args"
   save_apiserver_extra_args
   start_apiserver
-  wait_until 60 "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
+  wait_until "$READY_TIMEOUT_S" "kube-apiserver /readyz" kubectl_admin get --raw=/readyz --request-timeout=2s
   local t_readyz
   t_readyz=$(elapsed "$t0")
 
@@ -698,12 +707,12 @@ cmd_restart_apiserver() {
   if [ -n "$fg" ] && alive "$fg"; then
     # A foreground `up` owns the processes: ask it to do the restart.
     kill -USR1 "$fg"
-    for i in $(seq 1 600); do
+    for i in $(seq 1 $((READY_TIMEOUT_S * 10 + 50))); do
       [ "$(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0)" -gt "$before" ] && return 0
       alive "$fg" || die "the control plane exited during the restart"
       sleep 0.1
     done
-    die "kube-apiserver did not come back within 60 s"
+    die "kube-apiserver did not come back within $READY_TIMEOUT_S s"
   fi
   FOREGROUND=0
   COMPONENT_PIDS=("$(cat "$STATE/pids/kube-apiserver.pid")")
@@ -727,7 +736,7 @@ cmd_restart_etcd() {
   COMPONENT_PIDS=()
   start_component_from_args etcd
   port=$(sed -n 's|^--listen-client-urls=http://127.0.0.1:||p' "$STATE/etcd.args")
-  wait_until 60 "etcd /health after restart" etcd_healthy "$port"
+  wait_until "$READY_TIMEOUT_S" "etcd /health after restart" etcd_healthy "$port"
   log "etcd restarted (pid $(cat "$STATE/pids/etcd.pid"))"
 }
 
@@ -748,7 +757,7 @@ cmd_restart_controller_manager() {
   COMPONENT_PIDS=()
   start_component_from_args kube-controller-manager
   port=$(sed -n 's|^--secure-port=||p' "$STATE/kube-controller-manager.args")
-  wait_until 60 "kube-controller-manager healthz after restart" healthz "$port"
+  wait_until "$READY_TIMEOUT_S" "kube-controller-manager healthz after restart" healthz "$port"
   log "kube-controller-manager restarted (pid $(cat "$STATE/pids/kube-controller-manager.pid"))"
 }
 
