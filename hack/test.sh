@@ -163,7 +163,11 @@ bg_start e2e-real-node bash -c '
   IMAGE_BIN_DIR="$3" exec bash hack/e2e-real-node.sh' _ \
   "$PHASE_DIR/real-node-ready" "$PHASE_DIR/control-plane.done" "$CARGO_TARGET_DIR/debug"
 
-phase "cargo test (unit, integration, e2e and doc tests)" cargo test --workspace --locked
+# One control plane for every e2e test binary (hack/with-control-plane.sh says why): the
+# binaries run one after another, each test in a namespace of its own. Tests that need one
+# of their own (restarting kube-apiserver, feature gates) still start it.
+phase "cargo test (unit, integration, e2e and doc tests)" \
+  bash hack/with-control-plane.sh cargo test --workspace --locked
 
 # The reruns: the cache's informer suites again on the DeltaFIFO (on the newest
 # release, at once), then the cache, Foo and testenv e2e suites on the oldest release we
@@ -172,19 +176,23 @@ phase "cargo test (unit, integration, e2e and doc tests)" cargo test --workspace
 # is often not done yet. On the oldest release, a feature the newest server has and this
 # one lacks (an API field or feature added after it) must be detected with a fallback,
 # never a crash; testenv's api test checks the server really is that release.
+# Each release's suites share one control plane (hack/with-control-plane.sh).
 bg_start reruns bash -c '
   set -e
-  source hack/lib/test-binaries.sh
   echo "==> the cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta)"
-  CACHE_TEST_QUEUE=delta run_test_binaries cache informer informer_sync informer_watch_list \
-    informer_freshness e2e_informer e2e_pager
+  CACHE_TEST_QUEUE=delta bash hack/with-control-plane.sh bash -c "set -e
+    source hack/lib/test-binaries.sh
+    run_test_binaries cache informer informer_sync informer_watch_list informer_freshness \
+      e2e_informer e2e_pager"
   echo "==> the e2e suites of the cache, the Foo controller and testenv (api) on the oldest release"
   while [ ! -e "$1" ]; do sleep 2; done
   read -r _ _ rc <"$1"; [ "$rc" = 0 ] || { echo "the control-plane job failed" >&2; exit 1; }
   export K8S_VERSION=oldest
-  run_test_binaries cache e2e_informer e2e_pager
-  run_test_binaries foo-controller e2e
-  run_test_binaries testenv e2e -- api::' _ "$PHASE_DIR/control-plane.done"
+  bash hack/with-control-plane.sh bash -c "set -e
+    source hack/lib/test-binaries.sh
+    run_test_binaries cache e2e_informer e2e_pager
+    run_test_binaries foo-controller e2e
+    run_test_binaries testenv e2e -- api::"' _ "$PHASE_DIR/control-plane.done"
 
 bg_wait e2e-real-node
 
