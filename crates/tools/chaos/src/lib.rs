@@ -24,6 +24,7 @@ pub mod error;
 pub mod load;
 pub mod logs;
 pub mod nemesis;
+pub mod net;
 pub mod observe;
 pub mod processes;
 pub mod proxy;

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process};
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::error::ChaosError;
+pub use crate::net::{free_port, http_get};
 
 /// One of the three controller binaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -137,8 +137,9 @@ impl Fleet {
                 let mut replica = Replica {
                     binary,
                     index,
-                    metrics_port: free_port()?,
-                    health_port: free_port()?,
+                    // Drawn at every spawn (see `spawn`).
+                    metrics_port: 0,
+                    health_port: 0,
                     incarnation: 0,
                     child: None,
                     pid: 0,
@@ -433,6 +434,12 @@ fn log_path(options: &FleetOptions, replica: &Replica) -> PathBuf {
 }
 
 fn spawn(options: &FleetOptions, replica: &mut Replica) -> Result<(), ChaosError> {
+    // New ports for every incarnation: a port is only known free when drawn, and a
+    // replica that kept its ports across restarts could never recover from one that
+    // another process took meanwhile (it would exit with "address already in use" at
+    // every restart, two seconds apart, for the rest of the soak).
+    replica.metrics_port = free_port()?;
+    replica.health_port = free_port()?;
     let log = log_path(options, replica);
     let file = std::fs::File::create(&log).map_err(|e| ChaosError::io("creating a log", e))?;
     let err = file
@@ -527,53 +534,6 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// A free loopback port (bound, then released), drawn at random from below the
-/// kernel's ephemeral range, as `hack/lib/host.sh`'s `free_ports` does: a replica binds
-/// its port again after every restart, and an ephemeral port may meanwhile have become
-/// the source port of some outgoing connection ("address already in use").
-pub fn free_port() -> Result<u16, ChaosError> {
-    use rand::Rng;
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let from = if low > 11_000 { 10_000 } else { 1024 };
-    let mut rng = rand::rng();
-    let mut last = None;
-    for _ in 0..1000 {
-        let port = rng.random_range(from..low.max(from + 1));
-        match std::net::TcpListener::bind(("127.0.0.1", port)) {
-            Ok(_) => return Ok(port),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(ChaosError::io(
-        "finding a free port below the ephemeral range",
-        last.unwrap_or_else(|| std::io::Error::other("no port tried")),
-    ))
-}
-
-/// `GET path` on 127.0.0.1:`port` (HTTP/1.0), the body; None on any failure or after 1 s.
-pub async fn http_get(port: u16, path: &str) -> Option<String> {
-    let fetch = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .ok()?;
-        stream
-            .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
-            .await
-            .ok()?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.ok()?;
-        let text = String::from_utf8_lossy(&response).into_owned();
-        text.split_once("\r\n\r\n").map(|(_, body)| body.to_owned())
-    };
-    tokio::time::timeout(Duration::from_secs(1), fetch)
-        .await
-        .ok()
-        .flatten()
 }
 
 /// Whether `path` exists (used for the binaries).
