@@ -15,6 +15,7 @@
 //! | a watch (`;stream=watch`) | frames: 4-byte big-endian length + `WatchEvent{type, object{raw}}`, whose `raw` is again an envelope | [`frame`], [`watch`] |
 //! | a list's `ListMeta`, an error's `Status` | `meta/v1` messages | [`meta`] |
 //! | the messages inside | protobuf fields, read without copying | [`wire`] |
+//! | the objects | k8s-openapi structs, the same as the JSON path gives | [`decode`](mod@decode), [`generated`] |
 //!
 //! # Why hand-written
 //!
@@ -38,12 +39,15 @@
 
 #![forbid(unsafe_code)]
 
+pub mod decode;
 pub mod envelope;
 pub mod frame;
+pub mod generated;
 pub mod meta;
 pub mod watch;
 pub mod wire;
 
+pub use decode::{Message, decode};
 pub use envelope::{ACCEPT, MediaType, PROTOBUF, Unknown, media_type};
 pub use frame::FrameReader;
 pub use watch::WatchEvent;
