@@ -46,10 +46,72 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::wire::{DecodeError, Reader, WireType};
 
+/// A value before any field is applied: what an absent field leaves. Not `Default`,
+/// because k8s-openapi leaves it out where a required field has no natural default
+/// (`Condition.lastTransitionTime`, `EventSeries.lastObservedTime`): those get the zero
+/// of their type, which any real object overwrites. Generated for every message type.
+pub trait Empty {
+    /// The empty value.
+    fn empty() -> Self;
+}
+
+macro_rules! empty_by_default {
+    ($($t:ty),*) => {$(
+        impl Empty for $t {
+            fn empty() -> Self {
+                <$t>::default()
+            }
+        }
+    )*};
+}
+empty_by_default!(String, bool, i32, i64, f64, ByteString, Quantity);
+
+impl<T> Empty for Option<T> {
+    fn empty() -> Self {
+        None
+    }
+}
+
+impl<T> Empty for Vec<T> {
+    fn empty() -> Self {
+        Vec::new()
+    }
+}
+
+impl<K, V> Empty for BTreeMap<K, V> {
+    fn empty() -> Self {
+        BTreeMap::new()
+    }
+}
+
+impl Empty for Time {
+    fn empty() -> Self {
+        Time(Timestamp::UNIX_EPOCH)
+    }
+}
+
+impl Empty for MicroTime {
+    fn empty() -> Self {
+        MicroTime(Timestamp::UNIX_EPOCH)
+    }
+}
+
+impl Empty for IntOrString {
+    fn empty() -> Self {
+        IntOrString::Int(0)
+    }
+}
+
+impl Empty for FieldsV1 {
+    fn empty() -> Self {
+        FieldsV1(serde_json::Value::Null)
+    }
+}
+
 /// A message type with a decoder: how to apply one field to the value decoded so far.
 /// Fields are applied in wire order; a field seen twice is merged as protobuf says (the
 /// last scalar wins, messages merge, repeated fields append).
-pub trait Message: Default {
+pub trait Message: Empty {
     /// Applies field number `field`, whose value `r` is positioned at.
     fn merge_field(
         &mut self,
@@ -70,7 +132,7 @@ pub trait Message: Default {
 /// Decodes one message (without an envelope: the `raw` of a
 /// [`Unknown`](crate::Unknown), or an item of a list).
 pub fn decode<T: Message>(bytes: &[u8]) -> Result<T, DecodeError> {
-    let mut value = T::default();
+    let mut value = T::empty();
     value.merge(Reader::new(bytes))?;
     Ok(value)
 }
@@ -141,9 +203,9 @@ impl<T> MsgSlot<T> for T {
     }
 }
 
-impl<T: Default> MsgSlot<T> for Option<T> {
+impl<T: Empty> MsgSlot<T> for Option<T> {
     fn message(&mut self) -> &mut T {
-        self.get_or_insert_with(T::default)
+        self.get_or_insert_with(T::empty)
     }
 }
 
@@ -263,7 +325,7 @@ pub fn repeated_message<T: Message, S: SeqSlot<T>>(
     r: &mut Reader<'_>,
 ) -> Result<(), DecodeError> {
     r.expect(name, WireType::Len, wire)?;
-    let mut value = T::default();
+    let mut value = T::empty();
     value.merge(r.message()?)?;
     slot.push(value);
     Ok(())
@@ -325,7 +387,7 @@ pub fn repeated_int64(
 
 /// One entry of a `map<string, V>` field: a message `{1: key, 2: value}`, either part
 /// possibly absent (then empty).
-fn map_entry<V: Default>(
+fn map_entry<V: Empty>(
     name: &'static str,
     wire: WireType,
     r: &mut Reader<'_>,
@@ -333,7 +395,7 @@ fn map_entry<V: Default>(
 ) -> Result<(String, V), DecodeError> {
     r.expect(name, WireType::Len, wire)?;
     let mut entry = r.message()?;
-    let (mut key, mut val) = (String::new(), V::default());
+    let (mut key, mut val) = (String::new(), V::empty());
     while let Some((field, wire)) = entry.key()? {
         match field {
             1 => {

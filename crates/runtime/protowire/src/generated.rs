@@ -4,8 +4,349 @@
 //! Protobuf decoders for built-in types, straight into k8s-openapi's structs (see
 //! [`crate::decode`](mod@crate::decode)).
 
-use crate::decode::{self, Message};
+use crate::decode::{self, Empty, Message};
 use crate::wire::{DecodeError, Reader, WireType};
+
+impl Empty for k8s_openapi::api::apps::v1::Deployment {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+            status: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::Deployment {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "Deployment.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::apps::v1::DeploymentSpec, _>(
+                &mut self.spec,
+                "Deployment.spec",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::apps::v1::DeploymentStatus, _>(
+                &mut self.status,
+                "Deployment.status",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::apps::v1::DeploymentCondition {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            status: Empty::empty(),
+            last_update_time: Empty::empty(),
+            last_transition_time: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "DeploymentCondition.type", wire, r, false),
+            2 => decode::string(
+                &mut self.status,
+                "DeploymentCondition.status",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(
+                &mut self.reason,
+                "DeploymentCondition.reason",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::string(
+                &mut self.message,
+                "DeploymentCondition.message",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::time(
+                &mut self.last_update_time,
+                "DeploymentCondition.lastUpdateTime",
+                wire,
+                r,
+            ),
+            7 => decode::time(
+                &mut self.last_transition_time,
+                "DeploymentCondition.lastTransitionTime",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::apps::v1::DeploymentSpec {
+    fn empty() -> Self {
+        Self {
+            replicas: Empty::empty(),
+            selector: Empty::empty(),
+            template: Empty::empty(),
+            strategy: Empty::empty(),
+            min_ready_seconds: Empty::empty(),
+            revision_history_limit: Empty::empty(),
+            paused: Empty::empty(),
+            progress_deadline_seconds: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.replicas,
+                "DeploymentSpec.replicas",
+                wire,
+                r,
+                false,
+            ),
+            2 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.selector,
+                    "DeploymentSpec.selector",
+                    wire,
+                    r,
+                )
+            }
+            3 => decode::message::<k8s_openapi::api::core::v1::PodTemplateSpec, _>(
+                &mut self.template,
+                "DeploymentSpec.template",
+                wire,
+                r,
+            ),
+            4 => decode::message::<k8s_openapi::api::apps::v1::DeploymentStrategy, _>(
+                &mut self.strategy,
+                "DeploymentSpec.strategy",
+                wire,
+                r,
+            ),
+            5 => decode::int32(
+                &mut self.min_ready_seconds,
+                "DeploymentSpec.minReadySeconds",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::int32(
+                &mut self.revision_history_limit,
+                "DeploymentSpec.revisionHistoryLimit",
+                wire,
+                r,
+                false,
+            ),
+            7 => decode::bool(&mut self.paused, "DeploymentSpec.paused", wire, r, true),
+            9 => decode::int32(
+                &mut self.progress_deadline_seconds,
+                "DeploymentSpec.progressDeadlineSeconds",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::apps::v1::DeploymentStatus {
+    fn empty() -> Self {
+        Self {
+            observed_generation: Empty::empty(),
+            replicas: Empty::empty(),
+            updated_replicas: Empty::empty(),
+            ready_replicas: Empty::empty(),
+            available_replicas: Empty::empty(),
+            unavailable_replicas: Empty::empty(),
+            terminating_replicas: Empty::empty(),
+            conditions: Empty::empty(),
+            collision_count: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int64(
+                &mut self.observed_generation,
+                "DeploymentStatus.observedGeneration",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::int32(
+                &mut self.replicas,
+                "DeploymentStatus.replicas",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::int32(
+                &mut self.updated_replicas,
+                "DeploymentStatus.updatedReplicas",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::int32(
+                &mut self.available_replicas,
+                "DeploymentStatus.availableReplicas",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::int32(
+                &mut self.unavailable_replicas,
+                "DeploymentStatus.unavailableReplicas",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::repeated_message::<k8s_openapi::api::apps::v1::DeploymentCondition, _>(
+                &mut self.conditions,
+                "DeploymentStatus.conditions",
+                wire,
+                r,
+            ),
+            7 => decode::int32(
+                &mut self.ready_replicas,
+                "DeploymentStatus.readyReplicas",
+                wire,
+                r,
+                true,
+            ),
+            8 => decode::int32(
+                &mut self.collision_count,
+                "DeploymentStatus.collisionCount",
+                wire,
+                r,
+                false,
+            ),
+            9 => decode::int32(
+                &mut self.terminating_replicas,
+                "DeploymentStatus.terminatingReplicas",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::apps::v1::DeploymentStrategy {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            rolling_update: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "DeploymentStrategy.type", wire, r, true),
+            2 => decode::message::<k8s_openapi::api::apps::v1::RollingUpdateDeployment, _>(
+                &mut self.rolling_update,
+                "DeploymentStrategy.rollingUpdate",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
+    fn empty() -> Self {
+        Self {
+            max_unavailable: Empty::empty(),
+            max_surge: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int_or_string(
+                &mut self.max_unavailable,
+                "RollingUpdateDeployment.maxUnavailable",
+                wire,
+                r,
+            ),
+            2 => decode::int_or_string(
+                &mut self.max_surge,
+                "RollingUpdateDeployment.maxSurge",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::coordination::v1::Lease {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+        }
+    }
+}
 
 impl Message for k8s_openapi::api::coordination::v1::Lease {
     fn merge_field(
@@ -28,6 +369,20 @@ impl Message for k8s_openapi::api::coordination::v1::Lease {
                 r,
             ),
             _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::coordination::v1::LeaseSpec {
+    fn empty() -> Self {
+        Self {
+            holder_identity: Empty::empty(),
+            lease_duration_seconds: Empty::empty(),
+            acquire_time: Empty::empty(),
+            renew_time: Empty::empty(),
+            lease_transitions: Empty::empty(),
+            strategy: Empty::empty(),
+            preferred_holder: Empty::empty(),
         }
     }
 }
@@ -76,6 +431,515 @@ impl Message for k8s_openapi::api::coordination::v1::LeaseSpec {
     }
 }
 
+impl Empty for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_id: Empty::empty(),
+            fs_type: Empty::empty(),
+            partition: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_id,
+                "AWSElasticBlockStoreVolumeSource.volumeID",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "AWSElasticBlockStoreVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::int32(
+                &mut self.partition,
+                "AWSElasticBlockStoreVolumeSource.partition",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::bool(
+                &mut self.read_only,
+                "AWSElasticBlockStoreVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Affinity {
+    fn empty() -> Self {
+        Self {
+            node_affinity: Empty::empty(),
+            pod_affinity: Empty::empty(),
+            pod_anti_affinity: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Affinity {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::NodeAffinity, _>(
+                &mut self.node_affinity,
+                "Affinity.nodeAffinity",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::PodAffinity, _>(
+                &mut self.pod_affinity,
+                "Affinity.podAffinity",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::PodAntiAffinity, _>(
+                &mut self.pod_anti_affinity,
+                "Affinity.podAntiAffinity",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::AppArmorProfile {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            localhost_profile: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "AppArmorProfile.type", wire, r, false),
+            2 => decode::string(
+                &mut self.localhost_profile,
+                "AppArmorProfile.localhostProfile",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    fn empty() -> Self {
+        Self {
+            disk_name: Empty::empty(),
+            disk_uri: Empty::empty(),
+            caching_mode: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+            kind: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.disk_name,
+                "AzureDiskVolumeSource.diskName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.disk_uri,
+                "AzureDiskVolumeSource.diskURI",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.caching_mode,
+                "AzureDiskVolumeSource.cachingMode",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(
+                &mut self.fs_type,
+                "AzureDiskVolumeSource.fsType",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::bool(
+                &mut self.read_only,
+                "AzureDiskVolumeSource.readOnly",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(&mut self.kind, "AzureDiskVolumeSource.kind", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    fn empty() -> Self {
+        Self {
+            secret_name: Empty::empty(),
+            share_name: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.secret_name,
+                "AzureFileVolumeSource.secretName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.share_name,
+                "AzureFileVolumeSource.shareName",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::bool(
+                &mut self.read_only,
+                "AzureFileVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::CSIVolumeSource {
+    fn empty() -> Self {
+        Self {
+            driver: Empty::empty(),
+            read_only: Empty::empty(),
+            fs_type: Empty::empty(),
+            volume_attributes: Empty::empty(),
+            node_publish_secret_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.driver, "CSIVolumeSource.driver", wire, r, false),
+            2 => decode::bool(
+                &mut self.read_only,
+                "CSIVolumeSource.readOnly",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(&mut self.fs_type, "CSIVolumeSource.fsType", wire, r, false),
+            4 => decode::map_string(
+                &mut self.volume_attributes,
+                "CSIVolumeSource.volumeAttributes",
+                wire,
+                r,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.node_publish_secret_ref,
+                "CSIVolumeSource.nodePublishSecretRef",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Capabilities {
+    fn empty() -> Self {
+        Self {
+            add: Empty::empty(),
+            drop: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Capabilities {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_string(&mut self.add, "Capabilities.add", wire, r),
+            2 => decode::repeated_string(&mut self.drop, "Capabilities.drop", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    fn empty() -> Self {
+        Self {
+            monitors: Empty::empty(),
+            path: Empty::empty(),
+            user: Empty::empty(),
+            secret_file: Empty::empty(),
+            secret_ref: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                decode::repeated_string(&mut self.monitors, "CephFSVolumeSource.monitors", wire, r)
+            }
+            2 => decode::string(&mut self.path, "CephFSVolumeSource.path", wire, r, true),
+            3 => decode::string(&mut self.user, "CephFSVolumeSource.user", wire, r, true),
+            4 => decode::string(
+                &mut self.secret_file,
+                "CephFSVolumeSource.secretFile",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "CephFSVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            6 => decode::bool(
+                &mut self.read_only,
+                "CephFSVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::CinderVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_id: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+            secret_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_id,
+                "CinderVolumeSource.volumeID",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "CinderVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::bool(
+                &mut self.read_only,
+                "CinderVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "CinderVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ClientIPConfig {
+    fn empty() -> Self {
+        Self {
+            timeout_seconds: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.timeout_seconds,
+                "ClientIPConfig.timeoutSeconds",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            signer_name: Empty::empty(),
+            label_selector: Empty::empty(),
+            optional: Empty::empty(),
+            path: Empty::empty(),
+            user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.name,
+                "ClusterTrustBundleProjection.name",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.signer_name,
+                "ClusterTrustBundleProjection.signerName",
+                wire,
+                r,
+                false,
+            ),
+            3 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.label_selector,
+                    "ClusterTrustBundleProjection.labelSelector",
+                    wire,
+                    r,
+                )
+            }
+            4 => decode::string(
+                &mut self.path,
+                "ClusterTrustBundleProjection.path",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::bool(
+                &mut self.optional,
+                "ClusterTrustBundleProjection.optional",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::int64(
+                &mut self.user,
+                "ClusterTrustBundleProjection.user",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ConfigMap {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            immutable: Empty::empty(),
+            data: Empty::empty(),
+            binary_data: Empty::empty(),
+        }
+    }
+}
+
 impl Message for k8s_openapi::api::core::v1::ConfigMap {
     fn merge_field(
         &mut self,
@@ -94,6 +958,4946 @@ impl Message for k8s_openapi::api::core::v1::ConfigMap {
             3 => decode::map_bytes(&mut self.binary_data, "ConfigMap.binaryData", wire, r),
             4 => decode::bool(&mut self.immutable, "ConfigMap.immutable", wire, r, false),
             _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "ConfigMapEnvSource.LocalObjectReference",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::bool(
+                &mut self.optional,
+                "ConfigMapEnvSource.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            key: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "ConfigMapKeySelector.LocalObjectReference",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::string(&mut self.key, "ConfigMapKeySelector.key", wire, r, false),
+            3 => decode::bool(
+                &mut self.optional,
+                "ConfigMapKeySelector.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ConfigMapProjection {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            items: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "ConfigMapProjection.LocalObjectReference",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::KeyToPath, _>(
+                &mut self.items,
+                "ConfigMapProjection.items",
+                wire,
+                r,
+            ),
+            4 => decode::bool(
+                &mut self.optional,
+                "ConfigMapProjection.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            items: Empty::empty(),
+            default_mode: Empty::empty(),
+            optional: Empty::empty(),
+            default_user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "ConfigMapVolumeSource.LocalObjectReference",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::KeyToPath, _>(
+                &mut self.items,
+                "ConfigMapVolumeSource.items",
+                wire,
+                r,
+            ),
+            3 => decode::int32(
+                &mut self.default_mode,
+                "ConfigMapVolumeSource.defaultMode",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::bool(
+                &mut self.optional,
+                "ConfigMapVolumeSource.optional",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::int64(
+                &mut self.default_user,
+                "ConfigMapVolumeSource.defaultUser",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Container {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            image: Empty::empty(),
+            command: Empty::empty(),
+            args: Empty::empty(),
+            working_dir: Empty::empty(),
+            ports: Empty::empty(),
+            env_from: Empty::empty(),
+            env: Empty::empty(),
+            resources: Empty::empty(),
+            resize_policy: Empty::empty(),
+            restart_policy: Empty::empty(),
+            restart_policy_rules: Empty::empty(),
+            volume_mounts: Empty::empty(),
+            volume_devices: Empty::empty(),
+            liveness_probe: Empty::empty(),
+            readiness_probe: Empty::empty(),
+            startup_probe: Empty::empty(),
+            lifecycle: Empty::empty(),
+            termination_message_path: Empty::empty(),
+            termination_message_policy: Empty::empty(),
+            image_pull_policy: Empty::empty(),
+            security_context: Empty::empty(),
+            stdin: Empty::empty(),
+            stdin_once: Empty::empty(),
+            tty: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Container {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "Container.name", wire, r, false),
+            2 => decode::string(&mut self.image, "Container.image", wire, r, true),
+            3 => decode::repeated_string(&mut self.command, "Container.command", wire, r),
+            4 => decode::repeated_string(&mut self.args, "Container.args", wire, r),
+            5 => decode::string(&mut self.working_dir, "Container.workingDir", wire, r, true),
+            6 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerPort, _>(
+                &mut self.ports,
+                "Container.ports",
+                wire,
+                r,
+            ),
+            7 => decode::repeated_message::<k8s_openapi::api::core::v1::EnvVar, _>(
+                &mut self.env,
+                "Container.env",
+                wire,
+                r,
+            ),
+            8 => decode::message::<k8s_openapi::api::core::v1::ResourceRequirements, _>(
+                &mut self.resources,
+                "Container.resources",
+                wire,
+                r,
+            ),
+            9 => decode::repeated_message::<k8s_openapi::api::core::v1::VolumeMount, _>(
+                &mut self.volume_mounts,
+                "Container.volumeMounts",
+                wire,
+                r,
+            ),
+            10 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                &mut self.liveness_probe,
+                "Container.livenessProbe",
+                wire,
+                r,
+            ),
+            11 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                &mut self.readiness_probe,
+                "Container.readinessProbe",
+                wire,
+                r,
+            ),
+            12 => decode::message::<k8s_openapi::api::core::v1::Lifecycle, _>(
+                &mut self.lifecycle,
+                "Container.lifecycle",
+                wire,
+                r,
+            ),
+            13 => decode::string(
+                &mut self.termination_message_path,
+                "Container.terminationMessagePath",
+                wire,
+                r,
+                true,
+            ),
+            14 => decode::string(
+                &mut self.image_pull_policy,
+                "Container.imagePullPolicy",
+                wire,
+                r,
+                true,
+            ),
+            15 => decode::message::<k8s_openapi::api::core::v1::SecurityContext, _>(
+                &mut self.security_context,
+                "Container.securityContext",
+                wire,
+                r,
+            ),
+            16 => decode::bool(&mut self.stdin, "Container.stdin", wire, r, true),
+            17 => decode::bool(&mut self.stdin_once, "Container.stdinOnce", wire, r, true),
+            18 => decode::bool(&mut self.tty, "Container.tty", wire, r, true),
+            19 => decode::repeated_message::<k8s_openapi::api::core::v1::EnvFromSource, _>(
+                &mut self.env_from,
+                "Container.envFrom",
+                wire,
+                r,
+            ),
+            20 => decode::string(
+                &mut self.termination_message_policy,
+                "Container.terminationMessagePolicy",
+                wire,
+                r,
+                true,
+            ),
+            21 => decode::repeated_message::<k8s_openapi::api::core::v1::VolumeDevice, _>(
+                &mut self.volume_devices,
+                "Container.volumeDevices",
+                wire,
+                r,
+            ),
+            22 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                &mut self.startup_probe,
+                "Container.startupProbe",
+                wire,
+                r,
+            ),
+            23 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerResizePolicy, _>(
+                &mut self.resize_policy,
+                "Container.resizePolicy",
+                wire,
+                r,
+            ),
+            24 => decode::string(
+                &mut self.restart_policy,
+                "Container.restartPolicy",
+                wire,
+                r,
+                false,
+            ),
+            25 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerRestartRule, _>(
+                &mut self.restart_policy_rules,
+                "Container.restartPolicyRules",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+    fn empty() -> Self {
+        Self {
+            container_name: Empty::empty(),
+            resource_name: Empty::empty(),
+            request_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.container_name,
+                "ContainerExtendedResourceRequest.containerName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.resource_name,
+                "ContainerExtendedResourceRequest.resourceName",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.request_name,
+                "ContainerExtendedResourceRequest.requestName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerPort {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            host_port: Empty::empty(),
+            container_port: Empty::empty(),
+            protocol: Empty::empty(),
+            host_ip: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerPort {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "ContainerPort.name", wire, r, true),
+            2 => decode::int32(&mut self.host_port, "ContainerPort.hostPort", wire, r, true),
+            3 => decode::int32(
+                &mut self.container_port,
+                "ContainerPort.containerPort",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(&mut self.protocol, "ContainerPort.protocol", wire, r, true),
+            5 => decode::string(&mut self.host_ip, "ContainerPort.hostIP", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    fn empty() -> Self {
+        Self {
+            resource_name: Empty::empty(),
+            restart_policy: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.resource_name,
+                "ContainerResizePolicy.resourceName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.restart_policy,
+                "ContainerResizePolicy.restartPolicy",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerRestartRule {
+    fn empty() -> Self {
+        Self {
+            action: Empty::empty(),
+            exit_codes: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.action,
+                "ContainerRestartRule.action",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes, _>(
+                &mut self.exit_codes,
+                "ContainerRestartRule.exitCodes",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+    fn empty() -> Self {
+        Self {
+            operator: Empty::empty(),
+            values: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.operator,
+                "ContainerRestartRuleOnExitCodes.operator",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::repeated_int32(
+                &mut self.values,
+                "ContainerRestartRuleOnExitCodes.values",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerState {
+    fn empty() -> Self {
+        Self {
+            waiting: Empty::empty(),
+            running: Empty::empty(),
+            terminated: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerState {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::ContainerStateWaiting, _>(
+                &mut self.waiting,
+                "ContainerState.waiting",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::ContainerStateRunning, _>(
+                &mut self.running,
+                "ContainerState.running",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ContainerStateTerminated, _>(
+                &mut self.terminated,
+                "ContainerState.terminated",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerStateRunning {
+    fn empty() -> Self {
+        Self {
+            started_at: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::time(
+                &mut self.started_at,
+                "ContainerStateRunning.startedAt",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    fn empty() -> Self {
+        Self {
+            exit_code: Empty::empty(),
+            signal: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+            started_at: Empty::empty(),
+            finished_at: Empty::empty(),
+            container_id: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.exit_code,
+                "ContainerStateTerminated.exitCode",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::int32(
+                &mut self.signal,
+                "ContainerStateTerminated.signal",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(
+                &mut self.reason,
+                "ContainerStateTerminated.reason",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::string(
+                &mut self.message,
+                "ContainerStateTerminated.message",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::time(
+                &mut self.started_at,
+                "ContainerStateTerminated.startedAt",
+                wire,
+                r,
+            ),
+            6 => decode::time(
+                &mut self.finished_at,
+                "ContainerStateTerminated.finishedAt",
+                wire,
+                r,
+            ),
+            7 => decode::string(
+                &mut self.container_id,
+                "ContainerStateTerminated.containerID",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    fn empty() -> Self {
+        Self {
+            reason: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.reason,
+                "ContainerStateWaiting.reason",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.message,
+                "ContainerStateWaiting.message",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerStatus {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            state: Empty::empty(),
+            last_state: Empty::empty(),
+            ready: Empty::empty(),
+            restart_count: Empty::empty(),
+            image: Empty::empty(),
+            image_id: Empty::empty(),
+            container_id: Empty::empty(),
+            started: Empty::empty(),
+            allocated_resources: Empty::empty(),
+            resources: Empty::empty(),
+            volume_mounts: Empty::empty(),
+            user: Empty::empty(),
+            allocated_resources_status: Empty::empty(),
+            stop_signal: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "ContainerStatus.name", wire, r, false),
+            2 => decode::message::<k8s_openapi::api::core::v1::ContainerState, _>(
+                &mut self.state,
+                "ContainerStatus.state",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ContainerState, _>(
+                &mut self.last_state,
+                "ContainerStatus.lastState",
+                wire,
+                r,
+            ),
+            4 => decode::bool(&mut self.ready, "ContainerStatus.ready", wire, r, false),
+            5 => decode::int32(
+                &mut self.restart_count,
+                "ContainerStatus.restartCount",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(&mut self.image, "ContainerStatus.image", wire, r, false),
+            7 => decode::string(
+                &mut self.image_id,
+                "ContainerStatus.imageID",
+                wire,
+                r,
+                false,
+            ),
+            8 => decode::string(
+                &mut self.container_id,
+                "ContainerStatus.containerID",
+                wire,
+                r,
+                true,
+            ),
+            9 => decode::bool(&mut self.started, "ContainerStatus.started", wire, r, false),
+            10 => decode::map_quantity(
+                &mut self.allocated_resources,
+                "ContainerStatus.allocatedResources",
+                wire,
+                r,
+            ),
+            11 => decode::message::<k8s_openapi::api::core::v1::ResourceRequirements, _>(
+                &mut self.resources,
+                "ContainerStatus.resources",
+                wire,
+                r,
+            ),
+            12 => decode::repeated_message::<k8s_openapi::api::core::v1::VolumeMountStatus, _>(
+                &mut self.volume_mounts,
+                "ContainerStatus.volumeMounts",
+                wire,
+                r,
+            ),
+            13 => decode::message::<k8s_openapi::api::core::v1::ContainerUser, _>(
+                &mut self.user,
+                "ContainerStatus.user",
+                wire,
+                r,
+            ),
+            14 => decode::repeated_message::<k8s_openapi::api::core::v1::ResourceStatus, _>(
+                &mut self.allocated_resources_status,
+                "ContainerStatus.allocatedResourcesStatus",
+                wire,
+                r,
+            ),
+            15 => decode::string(
+                &mut self.stop_signal,
+                "ContainerStatus.stopSignal",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ContainerUser {
+    fn empty() -> Self {
+        Self {
+            linux: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ContainerUser {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::LinuxContainerUser, _>(
+                &mut self.linux,
+                "ContainerUser.linux",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    fn empty() -> Self {
+        Self {
+            items: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::DownwardAPIVolumeFile, _>(
+                &mut self.items,
+                "DownwardAPIProjection.items",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    fn empty() -> Self {
+        Self {
+            path: Empty::empty(),
+            field_ref: Empty::empty(),
+            resource_field_ref: Empty::empty(),
+            mode: Empty::empty(),
+            user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.path, "DownwardAPIVolumeFile.path", wire, r, false),
+            2 => decode::message::<k8s_openapi::api::core::v1::ObjectFieldSelector, _>(
+                &mut self.field_ref,
+                "DownwardAPIVolumeFile.fieldRef",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ResourceFieldSelector, _>(
+                &mut self.resource_field_ref,
+                "DownwardAPIVolumeFile.resourceFieldRef",
+                wire,
+                r,
+            ),
+            4 => decode::int32(&mut self.mode, "DownwardAPIVolumeFile.mode", wire, r, false),
+            5 => decode::int64(&mut self.user, "DownwardAPIVolumeFile.user", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    fn empty() -> Self {
+        Self {
+            items: Empty::empty(),
+            default_mode: Empty::empty(),
+            default_user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::DownwardAPIVolumeFile, _>(
+                &mut self.items,
+                "DownwardAPIVolumeSource.items",
+                wire,
+                r,
+            ),
+            2 => decode::int32(
+                &mut self.default_mode,
+                "DownwardAPIVolumeSource.defaultMode",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::int64(
+                &mut self.default_user,
+                "DownwardAPIVolumeSource.defaultUser",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    fn empty() -> Self {
+        Self {
+            medium: Empty::empty(),
+            size_limit: Empty::empty(),
+            mode: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.medium,
+                "EmptyDirVolumeSource.medium",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::quantity(
+                &mut self.size_limit,
+                "EmptyDirVolumeSource.sizeLimit",
+                wire,
+                r,
+            ),
+            3 => decode::int32(&mut self.mode, "EmptyDirVolumeSource.mode", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EnvFromSource {
+    fn empty() -> Self {
+        Self {
+            prefix: Empty::empty(),
+            config_map_ref: Empty::empty(),
+            secret_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EnvFromSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.prefix, "EnvFromSource.prefix", wire, r, true),
+            2 => decode::message::<k8s_openapi::api::core::v1::ConfigMapEnvSource, _>(
+                &mut self.config_map_ref,
+                "EnvFromSource.configMapRef",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::SecretEnvSource, _>(
+                &mut self.secret_ref,
+                "EnvFromSource.secretRef",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EnvVar {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            value: Empty::empty(),
+            value_from: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EnvVar {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "EnvVar.name", wire, r, false),
+            2 => decode::string(&mut self.value, "EnvVar.value", wire, r, true),
+            3 => decode::message::<k8s_openapi::api::core::v1::EnvVarSource, _>(
+                &mut self.value_from,
+                "EnvVar.valueFrom",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EnvVarSource {
+    fn empty() -> Self {
+        Self {
+            field_ref: Empty::empty(),
+            resource_field_ref: Empty::empty(),
+            config_map_key_ref: Empty::empty(),
+            secret_key_ref: Empty::empty(),
+            file_key_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EnvVarSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::ObjectFieldSelector, _>(
+                &mut self.field_ref,
+                "EnvVarSource.fieldRef",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::ResourceFieldSelector, _>(
+                &mut self.resource_field_ref,
+                "EnvVarSource.resourceFieldRef",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ConfigMapKeySelector, _>(
+                &mut self.config_map_key_ref,
+                "EnvVarSource.configMapKeyRef",
+                wire,
+                r,
+            ),
+            4 => decode::message::<k8s_openapi::api::core::v1::SecretKeySelector, _>(
+                &mut self.secret_key_ref,
+                "EnvVarSource.secretKeyRef",
+                wire,
+                r,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::FileKeySelector, _>(
+                &mut self.file_key_ref,
+                "EnvVarSource.fileKeyRef",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EphemeralContainer {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            image: Empty::empty(),
+            command: Empty::empty(),
+            args: Empty::empty(),
+            working_dir: Empty::empty(),
+            ports: Empty::empty(),
+            env_from: Empty::empty(),
+            env: Empty::empty(),
+            resources: Empty::empty(),
+            resize_policy: Empty::empty(),
+            restart_policy: Empty::empty(),
+            restart_policy_rules: Empty::empty(),
+            volume_mounts: Empty::empty(),
+            volume_devices: Empty::empty(),
+            liveness_probe: Empty::empty(),
+            readiness_probe: Empty::empty(),
+            startup_probe: Empty::empty(),
+            lifecycle: Empty::empty(),
+            termination_message_path: Empty::empty(),
+            termination_message_policy: Empty::empty(),
+            image_pull_policy: Empty::empty(),
+            security_context: Empty::empty(),
+            stdin: Empty::empty(),
+            stdin_once: Empty::empty(),
+            tty: Empty::empty(),
+            target_container_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "EphemeralContainer.EphemeralContainerCommon",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "EphemeralContainerCommon.name",
+                            wire,
+                            r,
+                            false,
+                        ),
+                        2 => decode::string(
+                            &mut self.image,
+                            "EphemeralContainerCommon.image",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        3 => decode::repeated_string(
+                            &mut self.command,
+                            "EphemeralContainerCommon.command",
+                            wire,
+                            r,
+                        ),
+                        4 => decode::repeated_string(
+                            &mut self.args,
+                            "EphemeralContainerCommon.args",
+                            wire,
+                            r,
+                        ),
+                        5 => decode::string(
+                            &mut self.working_dir,
+                            "EphemeralContainerCommon.workingDir",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        6 => {
+                            decode::repeated_message::<k8s_openapi::api::core::v1::ContainerPort, _>(
+                                &mut self.ports,
+                                "EphemeralContainerCommon.ports",
+                                wire,
+                                r,
+                            )
+                        }
+                        7 => decode::repeated_message::<k8s_openapi::api::core::v1::EnvVar, _>(
+                            &mut self.env,
+                            "EphemeralContainerCommon.env",
+                            wire,
+                            r,
+                        ),
+                        8 => {
+                            decode::message::<k8s_openapi::api::core::v1::ResourceRequirements, _>(
+                                &mut self.resources,
+                                "EphemeralContainerCommon.resources",
+                                wire,
+                                r,
+                            )
+                        }
+                        9 => {
+                            decode::repeated_message::<k8s_openapi::api::core::v1::VolumeMount, _>(
+                                &mut self.volume_mounts,
+                                "EphemeralContainerCommon.volumeMounts",
+                                wire,
+                                r,
+                            )
+                        }
+                        10 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                            &mut self.liveness_probe,
+                            "EphemeralContainerCommon.livenessProbe",
+                            wire,
+                            r,
+                        ),
+                        11 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                            &mut self.readiness_probe,
+                            "EphemeralContainerCommon.readinessProbe",
+                            wire,
+                            r,
+                        ),
+                        12 => decode::message::<k8s_openapi::api::core::v1::Lifecycle, _>(
+                            &mut self.lifecycle,
+                            "EphemeralContainerCommon.lifecycle",
+                            wire,
+                            r,
+                        ),
+                        13 => decode::string(
+                            &mut self.termination_message_path,
+                            "EphemeralContainerCommon.terminationMessagePath",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        14 => decode::string(
+                            &mut self.image_pull_policy,
+                            "EphemeralContainerCommon.imagePullPolicy",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        15 => decode::message::<k8s_openapi::api::core::v1::SecurityContext, _>(
+                            &mut self.security_context,
+                            "EphemeralContainerCommon.securityContext",
+                            wire,
+                            r,
+                        ),
+                        16 => decode::bool(
+                            &mut self.stdin,
+                            "EphemeralContainerCommon.stdin",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        17 => decode::bool(
+                            &mut self.stdin_once,
+                            "EphemeralContainerCommon.stdinOnce",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        18 => decode::bool(
+                            &mut self.tty,
+                            "EphemeralContainerCommon.tty",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        19 => {
+                            decode::repeated_message::<k8s_openapi::api::core::v1::EnvFromSource, _>(
+                                &mut self.env_from,
+                                "EphemeralContainerCommon.envFrom",
+                                wire,
+                                r,
+                            )
+                        }
+                        20 => decode::string(
+                            &mut self.termination_message_policy,
+                            "EphemeralContainerCommon.terminationMessagePolicy",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        21 => {
+                            decode::repeated_message::<k8s_openapi::api::core::v1::VolumeDevice, _>(
+                                &mut self.volume_devices,
+                                "EphemeralContainerCommon.volumeDevices",
+                                wire,
+                                r,
+                            )
+                        }
+                        22 => decode::message::<k8s_openapi::api::core::v1::Probe, _>(
+                            &mut self.startup_probe,
+                            "EphemeralContainerCommon.startupProbe",
+                            wire,
+                            r,
+                        ),
+                        23 => decode::repeated_message::<
+                            k8s_openapi::api::core::v1::ContainerResizePolicy,
+                            _,
+                        >(
+                            &mut self.resize_policy,
+                            "EphemeralContainerCommon.resizePolicy",
+                            wire,
+                            r,
+                        ),
+                        24 => decode::string(
+                            &mut self.restart_policy,
+                            "EphemeralContainerCommon.restartPolicy",
+                            wire,
+                            r,
+                            false,
+                        ),
+                        25 => decode::repeated_message::<
+                            k8s_openapi::api::core::v1::ContainerRestartRule,
+                            _,
+                        >(
+                            &mut self.restart_policy_rules,
+                            "EphemeralContainerCommon.restartPolicyRules",
+                            wire,
+                            r,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::string(
+                &mut self.target_container_name,
+                "EphemeralContainer.targetContainerName",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_claim_template: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate, _>(
+                &mut self.volume_claim_template,
+                "EphemeralVolumeSource.volumeClaimTemplate",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Event {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            involved_object: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+            source: Empty::empty(),
+            first_timestamp: Empty::empty(),
+            last_timestamp: Empty::empty(),
+            count: Empty::empty(),
+            type_: Empty::empty(),
+            event_time: Empty::empty(),
+            series: Empty::empty(),
+            action: Empty::empty(),
+            related: Empty::empty(),
+            reporting_component: Empty::empty(),
+            reporting_instance: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Event {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "Event.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::ObjectReference, _>(
+                &mut self.involved_object,
+                "Event.involvedObject",
+                wire,
+                r,
+            ),
+            3 => decode::string(&mut self.reason, "Event.reason", wire, r, true),
+            4 => decode::string(&mut self.message, "Event.message", wire, r, true),
+            5 => decode::message::<k8s_openapi::api::core::v1::EventSource, _>(
+                &mut self.source,
+                "Event.source",
+                wire,
+                r,
+            ),
+            6 => decode::time(&mut self.first_timestamp, "Event.firstTimestamp", wire, r),
+            7 => decode::time(&mut self.last_timestamp, "Event.lastTimestamp", wire, r),
+            8 => decode::int32(&mut self.count, "Event.count", wire, r, true),
+            9 => decode::string(&mut self.type_, "Event.type", wire, r, true),
+            10 => decode::micro_time(&mut self.event_time, "Event.eventTime", wire, r),
+            11 => decode::message::<k8s_openapi::api::core::v1::EventSeries, _>(
+                &mut self.series,
+                "Event.series",
+                wire,
+                r,
+            ),
+            12 => decode::string(&mut self.action, "Event.action", wire, r, true),
+            13 => decode::message::<k8s_openapi::api::core::v1::ObjectReference, _>(
+                &mut self.related,
+                "Event.related",
+                wire,
+                r,
+            ),
+            14 => decode::string(
+                &mut self.reporting_component,
+                "Event.reportingComponent",
+                wire,
+                r,
+                false,
+            ),
+            15 => decode::string(
+                &mut self.reporting_instance,
+                "Event.reportingInstance",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EventSeries {
+    fn empty() -> Self {
+        Self {
+            count: Empty::empty(),
+            last_observed_time: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EventSeries {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(&mut self.count, "EventSeries.count", wire, r, true),
+            2 => decode::micro_time(
+                &mut self.last_observed_time,
+                "EventSeries.lastObservedTime",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EventSource {
+    fn empty() -> Self {
+        Self {
+            component: Empty::empty(),
+            host: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EventSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.component, "EventSource.component", wire, r, true),
+            2 => decode::string(&mut self.host, "EventSource.host", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::EvictionResponder {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            priority: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::EvictionResponder {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "EvictionResponder.name", wire, r, false),
+            2 => decode::int32(
+                &mut self.priority,
+                "EvictionResponder.priority",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ExecAction {
+    fn empty() -> Self {
+        Self {
+            command: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ExecAction {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_string(&mut self.command, "ExecAction.command", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::FCVolumeSource {
+    fn empty() -> Self {
+        Self {
+            target_wwns: Empty::empty(),
+            lun: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+            wwids: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                decode::repeated_string(&mut self.target_wwns, "FCVolumeSource.targetWWNs", wire, r)
+            }
+            2 => decode::int32(&mut self.lun, "FCVolumeSource.lun", wire, r, false),
+            3 => decode::string(&mut self.fs_type, "FCVolumeSource.fsType", wire, r, true),
+            4 => decode::bool(
+                &mut self.read_only,
+                "FCVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::repeated_string(&mut self.wwids, "FCVolumeSource.wwids", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::FileKeySelector {
+    fn empty() -> Self {
+        Self {
+            volume_name: Empty::empty(),
+            path: Empty::empty(),
+            key: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::FileKeySelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_name,
+                "FileKeySelector.volumeName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(&mut self.path, "FileKeySelector.path", wire, r, false),
+            3 => decode::string(&mut self.key, "FileKeySelector.key", wire, r, false),
+            4 => decode::bool(
+                &mut self.optional,
+                "FileKeySelector.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::FlexVolumeSource {
+    fn empty() -> Self {
+        Self {
+            driver: Empty::empty(),
+            fs_type: Empty::empty(),
+            secret_ref: Empty::empty(),
+            read_only: Empty::empty(),
+            options: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.driver, "FlexVolumeSource.driver", wire, r, false),
+            2 => decode::string(&mut self.fs_type, "FlexVolumeSource.fsType", wire, r, true),
+            3 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "FlexVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            4 => decode::bool(
+                &mut self.read_only,
+                "FlexVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::map_string(&mut self.options, "FlexVolumeSource.options", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    fn empty() -> Self {
+        Self {
+            dataset_name: Empty::empty(),
+            dataset_uuid: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.dataset_name,
+                "FlockerVolumeSource.datasetName",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.dataset_uuid,
+                "FlockerVolumeSource.datasetUUID",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    fn empty() -> Self {
+        Self {
+            pd_name: Empty::empty(),
+            fs_type: Empty::empty(),
+            partition: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.pd_name,
+                "GCEPersistentDiskVolumeSource.pdName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "GCEPersistentDiskVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::int32(
+                &mut self.partition,
+                "GCEPersistentDiskVolumeSource.partition",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::bool(
+                &mut self.read_only,
+                "GCEPersistentDiskVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::GRPCAction {
+    fn empty() -> Self {
+        Self {
+            port: Empty::empty(),
+            service: Empty::empty(),
+            mode: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::GRPCAction {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(&mut self.port, "GRPCAction.port", wire, r, false),
+            2 => decode::string(&mut self.service, "GRPCAction.service", wire, r, false),
+            3 => decode::string(&mut self.mode, "GRPCAction.mode", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    fn empty() -> Self {
+        Self {
+            repository: Empty::empty(),
+            revision: Empty::empty(),
+            directory: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.repository,
+                "GitRepoVolumeSource.repository",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.revision,
+                "GitRepoVolumeSource.revision",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(
+                &mut self.directory,
+                "GitRepoVolumeSource.directory",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    fn empty() -> Self {
+        Self {
+            endpoints: Empty::empty(),
+            path: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.endpoints,
+                "GlusterfsVolumeSource.endpoints",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(&mut self.path, "GlusterfsVolumeSource.path", wire, r, false),
+            3 => decode::bool(
+                &mut self.read_only,
+                "GlusterfsVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::HTTPGetAction {
+    fn empty() -> Self {
+        Self {
+            path: Empty::empty(),
+            port: Empty::empty(),
+            host: Empty::empty(),
+            scheme: Empty::empty(),
+            http_headers: Empty::empty(),
+            protocol: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.path, "HTTPGetAction.path", wire, r, true),
+            2 => decode::int_or_string(&mut self.port, "HTTPGetAction.port", wire, r),
+            3 => decode::string(&mut self.host, "HTTPGetAction.host", wire, r, true),
+            4 => decode::string(&mut self.scheme, "HTTPGetAction.scheme", wire, r, true),
+            5 => decode::repeated_message::<k8s_openapi::api::core::v1::HTTPHeader, _>(
+                &mut self.http_headers,
+                "HTTPGetAction.httpHeaders",
+                wire,
+                r,
+            ),
+            6 => decode::string(&mut self.protocol, "HTTPGetAction.protocol", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::HTTPHeader {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            value: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::HTTPHeader {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "HTTPHeader.name", wire, r, false),
+            2 => decode::string(&mut self.value, "HTTPHeader.value", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::HostAlias {
+    fn empty() -> Self {
+        Self {
+            ip: Empty::empty(),
+            hostnames: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::HostAlias {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.ip, "HostAlias.ip", wire, r, false),
+            2 => decode::repeated_string(&mut self.hostnames, "HostAlias.hostnames", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::HostIP {
+    fn empty() -> Self {
+        Self { ip: Empty::empty() }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::HostIP {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.ip, "HostIP.ip", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    fn empty() -> Self {
+        Self {
+            path: Empty::empty(),
+            type_: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.path, "HostPathVolumeSource.path", wire, r, false),
+            2 => decode::string(&mut self.type_, "HostPathVolumeSource.type", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    fn empty() -> Self {
+        Self {
+            target_portal: Empty::empty(),
+            iqn: Empty::empty(),
+            lun: Empty::empty(),
+            iscsi_interface: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+            portals: Empty::empty(),
+            chap_auth_discovery: Empty::empty(),
+            chap_auth_session: Empty::empty(),
+            secret_ref: Empty::empty(),
+            initiator_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.target_portal,
+                "ISCSIVolumeSource.targetPortal",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(&mut self.iqn, "ISCSIVolumeSource.iqn", wire, r, false),
+            3 => decode::int32(&mut self.lun, "ISCSIVolumeSource.lun", wire, r, false),
+            4 => decode::string(
+                &mut self.iscsi_interface,
+                "ISCSIVolumeSource.iscsiInterface",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::string(&mut self.fs_type, "ISCSIVolumeSource.fsType", wire, r, true),
+            6 => decode::bool(
+                &mut self.read_only,
+                "ISCSIVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::repeated_string(&mut self.portals, "ISCSIVolumeSource.portals", wire, r),
+            8 => decode::bool(
+                &mut self.chap_auth_discovery,
+                "ISCSIVolumeSource.chapAuthDiscovery",
+                wire,
+                r,
+                true,
+            ),
+            10 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "ISCSIVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            11 => decode::bool(
+                &mut self.chap_auth_session,
+                "ISCSIVolumeSource.chapAuthSession",
+                wire,
+                r,
+                true,
+            ),
+            12 => decode::string(
+                &mut self.initiator_name,
+                "ISCSIVolumeSource.initiatorName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ImageVolumeSource {
+    fn empty() -> Self {
+        Self {
+            reference: Empty::empty(),
+            pull_policy: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.reference,
+                "ImageVolumeSource.reference",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.pull_policy,
+                "ImageVolumeSource.pullPolicy",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ImageVolumeStatus {
+    fn empty() -> Self {
+        Self {
+            image_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.image_ref,
+                "ImageVolumeStatus.imageRef",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::KeyToPath {
+    fn empty() -> Self {
+        Self {
+            key: Empty::empty(),
+            path: Empty::empty(),
+            mode: Empty::empty(),
+            user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::KeyToPath {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.key, "KeyToPath.key", wire, r, false),
+            2 => decode::string(&mut self.path, "KeyToPath.path", wire, r, false),
+            3 => decode::int32(&mut self.mode, "KeyToPath.mode", wire, r, false),
+            4 => decode::int64(&mut self.user, "KeyToPath.user", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Lifecycle {
+    fn empty() -> Self {
+        Self {
+            post_start: Empty::empty(),
+            pre_stop: Empty::empty(),
+            stop_signal: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Lifecycle {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::LifecycleHandler, _>(
+                &mut self.post_start,
+                "Lifecycle.postStart",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::LifecycleHandler, _>(
+                &mut self.pre_stop,
+                "Lifecycle.preStop",
+                wire,
+                r,
+            ),
+            3 => decode::string(
+                &mut self.stop_signal,
+                "Lifecycle.stopSignal",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::LifecycleHandler {
+    fn empty() -> Self {
+        Self {
+            exec: Empty::empty(),
+            http_get: Empty::empty(),
+            tcp_socket: Empty::empty(),
+            sleep: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::ExecAction, _>(
+                &mut self.exec,
+                "LifecycleHandler.exec",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::HTTPGetAction, _>(
+                &mut self.http_get,
+                "LifecycleHandler.httpGet",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::TCPSocketAction, _>(
+                &mut self.tcp_socket,
+                "LifecycleHandler.tcpSocket",
+                wire,
+                r,
+            ),
+            4 => decode::message::<k8s_openapi::api::core::v1::SleepAction, _>(
+                &mut self.sleep,
+                "LifecycleHandler.sleep",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::LinuxContainerUser {
+    fn empty() -> Self {
+        Self {
+            uid: Empty::empty(),
+            gid: Empty::empty(),
+            supplemental_groups: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int64(&mut self.uid, "LinuxContainerUser.uid", wire, r, false),
+            2 => decode::int64(&mut self.gid, "LinuxContainerUser.gid", wire, r, false),
+            3 => decode::repeated_int64(
+                &mut self.supplemental_groups,
+                "LinuxContainerUser.supplementalGroups",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    fn empty() -> Self {
+        Self {
+            ip: Empty::empty(),
+            hostname: Empty::empty(),
+            ip_mode: Empty::empty(),
+            ports: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.ip, "LoadBalancerIngress.ip", wire, r, true),
+            2 => decode::string(
+                &mut self.hostname,
+                "LoadBalancerIngress.hostname",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(
+                &mut self.ip_mode,
+                "LoadBalancerIngress.ipMode",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::repeated_message::<k8s_openapi::api::core::v1::PortStatus, _>(
+                &mut self.ports,
+                "LoadBalancerIngress.ports",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    fn empty() -> Self {
+        Self {
+            ingress: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::LoadBalancerIngress, _>(
+                &mut self.ingress,
+                "LoadBalancerStatus.ingress",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::LocalObjectReference {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "LocalObjectReference.name", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NFSVolumeSource {
+    fn empty() -> Self {
+        Self {
+            server: Empty::empty(),
+            path: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.server, "NFSVolumeSource.server", wire, r, false),
+            2 => decode::string(&mut self.path, "NFSVolumeSource.path", wire, r, false),
+            3 => decode::bool(
+                &mut self.read_only,
+                "NFSVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeAffinity {
+    fn empty() -> Self {
+        Self {
+            required_during_scheduling_ignored_during_execution: Empty::empty(),
+            preferred_during_scheduling_ignored_during_execution: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeAffinity {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::NodeSelector, _>(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                "NodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                wire,
+                r,
+            ),
+            2 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::PreferredSchedulingTerm, _>(
+                    &mut self.preferred_during_scheduling_ignored_during_execution,
+                    "NodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                    wire,
+                    r,
+                )
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            quantity: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.name,
+                "NodeAllocatableMappedResources.name",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::quantity(
+                &mut self.quantity,
+                "NodeAllocatableMappedResources.quantity",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            per_pod: Empty::empty(),
+            per_container: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.name,
+                "NodeAllocatableOverheadResources.name",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::quantity(
+                &mut self.per_pod,
+                "NodeAllocatableOverheadResources.perPod",
+                wire,
+                r,
+            ),
+            3 => decode::quantity(
+                &mut self.per_container,
+                "NodeAllocatableOverheadResources.perContainer",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
+    fn empty() -> Self {
+        Self {
+            resource_claim_name: Empty::empty(),
+            containers: Empty::empty(),
+            mapping: Empty::empty(),
+            overhead: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.resource_claim_name,
+                "NodeAllocatableResourceClaimStatus.resourceClaimName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::repeated_string(
+                &mut self.containers,
+                "NodeAllocatableResourceClaimStatus.containers",
+                wire,
+                r,
+            ),
+            4 => decode::repeated_message::<
+                k8s_openapi::api::core::v1::NodeAllocatableMappedResources,
+                _,
+            >(
+                &mut self.mapping,
+                "NodeAllocatableResourceClaimStatus.mapping",
+                wire,
+                r,
+            ),
+            5 => decode::repeated_message::<
+                k8s_openapi::api::core::v1::NodeAllocatableOverheadResources,
+                _,
+            >(
+                &mut self.overhead,
+                "NodeAllocatableResourceClaimStatus.overhead",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeSelector {
+    fn empty() -> Self {
+        Self {
+            node_selector_terms: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeSelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::NodeSelectorTerm, _>(
+                &mut self.node_selector_terms,
+                "NodeSelector.nodeSelectorTerms",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    fn empty() -> Self {
+        Self {
+            key: Empty::empty(),
+            operator: Empty::empty(),
+            values: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.key, "NodeSelectorRequirement.key", wire, r, false),
+            2 => decode::string(
+                &mut self.operator,
+                "NodeSelectorRequirement.operator",
+                wire,
+                r,
+                false,
+            ),
+            3 => {
+                decode::repeated_string(&mut self.values, "NodeSelectorRequirement.values", wire, r)
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    fn empty() -> Self {
+        Self {
+            match_expressions: Empty::empty(),
+            match_fields: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::NodeSelectorRequirement, _>(
+                    &mut self.match_expressions,
+                    "NodeSelectorTerm.matchExpressions",
+                    wire,
+                    r,
+                )
+            }
+            2 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::NodeSelectorRequirement, _>(
+                    &mut self.match_fields,
+                    "NodeSelectorTerm.matchFields",
+                    wire,
+                    r,
+                )
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    fn empty() -> Self {
+        Self {
+            api_version: Empty::empty(),
+            field_path: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.api_version,
+                "ObjectFieldSelector.apiVersion",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.field_path,
+                "ObjectFieldSelector.fieldPath",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ObjectReference {
+    fn empty() -> Self {
+        Self {
+            kind: Empty::empty(),
+            namespace: Empty::empty(),
+            name: Empty::empty(),
+            uid: Empty::empty(),
+            api_version: Empty::empty(),
+            resource_version: Empty::empty(),
+            field_path: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ObjectReference {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.kind, "ObjectReference.kind", wire, r, true),
+            2 => decode::string(
+                &mut self.namespace,
+                "ObjectReference.namespace",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(&mut self.name, "ObjectReference.name", wire, r, true),
+            4 => decode::string(&mut self.uid, "ObjectReference.uid", wire, r, true),
+            5 => decode::string(
+                &mut self.api_version,
+                "ObjectReference.apiVersion",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::string(
+                &mut self.resource_version,
+                "ObjectReference.resourceVersion",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::string(
+                &mut self.field_path,
+                "ObjectReference.fieldPath",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    fn empty() -> Self {
+        Self {
+            access_modes: Empty::empty(),
+            selector: Empty::empty(),
+            resources: Empty::empty(),
+            volume_name: Empty::empty(),
+            storage_class_name: Empty::empty(),
+            volume_mode: Empty::empty(),
+            data_source: Empty::empty(),
+            data_source_ref: Empty::empty(),
+            volume_attributes_class_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_string(
+                &mut self.access_modes,
+                "PersistentVolumeClaimSpec.accessModes",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::VolumeResourceRequirements, _>(
+                &mut self.resources,
+                "PersistentVolumeClaimSpec.resources",
+                wire,
+                r,
+            ),
+            3 => decode::string(
+                &mut self.volume_name,
+                "PersistentVolumeClaimSpec.volumeName",
+                wire,
+                r,
+                true,
+            ),
+            4 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.selector,
+                    "PersistentVolumeClaimSpec.selector",
+                    wire,
+                    r,
+                )
+            }
+            5 => decode::string(
+                &mut self.storage_class_name,
+                "PersistentVolumeClaimSpec.storageClassName",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(
+                &mut self.volume_mode,
+                "PersistentVolumeClaimSpec.volumeMode",
+                wire,
+                r,
+                false,
+            ),
+            7 => decode::message::<k8s_openapi::api::core::v1::TypedLocalObjectReference, _>(
+                &mut self.data_source,
+                "PersistentVolumeClaimSpec.dataSource",
+                wire,
+                r,
+            ),
+            8 => decode::message::<k8s_openapi::api::core::v1::TypedObjectReference, _>(
+                &mut self.data_source_ref,
+                "PersistentVolumeClaimSpec.dataSourceRef",
+                wire,
+                r,
+            ),
+            9 => decode::string(
+                &mut self.volume_attributes_class_name,
+                "PersistentVolumeClaimSpec.volumeAttributesClassName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "PersistentVolumeClaimTemplate.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::PersistentVolumeClaimSpec, _>(
+                &mut self.spec,
+                "PersistentVolumeClaimTemplate.spec",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    fn empty() -> Self {
+        Self {
+            claim_name: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.claim_name,
+                "PersistentVolumeClaimVolumeSource.claimName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::bool(
+                &mut self.read_only,
+                "PersistentVolumeClaimVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    fn empty() -> Self {
+        Self {
+            pd_id: Empty::empty(),
+            fs_type: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.pd_id,
+                "PhotonPersistentDiskVolumeSource.pdID",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "PhotonPersistentDiskVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Pod {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+            status: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Pod {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "Pod.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::PodSpec, _>(
+                &mut self.spec,
+                "Pod.spec",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::PodStatus, _>(
+                &mut self.status,
+                "Pod.status",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodAffinity {
+    fn empty() -> Self {
+        Self {
+            required_during_scheduling_ignored_during_execution: Empty::empty(),
+            preferred_during_scheduling_ignored_during_execution: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodAffinity {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::PodAffinityTerm, _>(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                "PodAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                wire,
+                r,
+            ),
+            2 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::WeightedPodAffinityTerm, _>(
+                    &mut self.preferred_during_scheduling_ignored_during_execution,
+                    "PodAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                    wire,
+                    r,
+                )
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodAffinityTerm {
+    fn empty() -> Self {
+        Self {
+            label_selector: Empty::empty(),
+            namespaces: Empty::empty(),
+            topology_key: Empty::empty(),
+            namespace_selector: Empty::empty(),
+            match_label_keys: Empty::empty(),
+            mismatch_label_keys: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.label_selector,
+                    "PodAffinityTerm.labelSelector",
+                    wire,
+                    r,
+                )
+            }
+            2 => {
+                decode::repeated_string(&mut self.namespaces, "PodAffinityTerm.namespaces", wire, r)
+            }
+            3 => decode::string(
+                &mut self.topology_key,
+                "PodAffinityTerm.topologyKey",
+                wire,
+                r,
+                false,
+            ),
+            4 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.namespace_selector,
+                    "PodAffinityTerm.namespaceSelector",
+                    wire,
+                    r,
+                )
+            }
+            5 => decode::repeated_string(
+                &mut self.match_label_keys,
+                "PodAffinityTerm.matchLabelKeys",
+                wire,
+                r,
+            ),
+            6 => decode::repeated_string(
+                &mut self.mismatch_label_keys,
+                "PodAffinityTerm.mismatchLabelKeys",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodAntiAffinity {
+    fn empty() -> Self {
+        Self {
+            required_during_scheduling_ignored_during_execution: Empty::empty(),
+            preferred_during_scheduling_ignored_during_execution: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::PodAffinityTerm, _>(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                "PodAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                wire,
+                r,
+            ),
+            2 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::WeightedPodAffinityTerm, _>(
+                    &mut self.preferred_during_scheduling_ignored_during_execution,
+                    "PodAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                    wire,
+                    r,
+                )
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodCertificateProjection {
+    fn empty() -> Self {
+        Self {
+            signer_name: Empty::empty(),
+            key_type: Empty::empty(),
+            max_expiration_seconds: Empty::empty(),
+            credential_bundle_path: Empty::empty(),
+            key_path: Empty::empty(),
+            certificate_chain_path: Empty::empty(),
+            user_annotations: Empty::empty(),
+            user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.signer_name,
+                "PodCertificateProjection.signerName",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.key_type,
+                "PodCertificateProjection.keyType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::int32(
+                &mut self.max_expiration_seconds,
+                "PodCertificateProjection.maxExpirationSeconds",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(
+                &mut self.credential_bundle_path,
+                "PodCertificateProjection.credentialBundlePath",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::string(
+                &mut self.key_path,
+                "PodCertificateProjection.keyPath",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::string(
+                &mut self.certificate_chain_path,
+                "PodCertificateProjection.certificateChainPath",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::map_string(
+                &mut self.user_annotations,
+                "PodCertificateProjection.userAnnotations",
+                wire,
+                r,
+            ),
+            8 => decode::int64(
+                &mut self.user,
+                "PodCertificateProjection.user",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodCondition {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            observed_generation: Empty::empty(),
+            status: Empty::empty(),
+            last_probe_time: Empty::empty(),
+            last_transition_time: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodCondition {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "PodCondition.type", wire, r, false),
+            2 => decode::string(&mut self.status, "PodCondition.status", wire, r, false),
+            3 => decode::time(
+                &mut self.last_probe_time,
+                "PodCondition.lastProbeTime",
+                wire,
+                r,
+            ),
+            4 => decode::time(
+                &mut self.last_transition_time,
+                "PodCondition.lastTransitionTime",
+                wire,
+                r,
+            ),
+            5 => decode::string(&mut self.reason, "PodCondition.reason", wire, r, true),
+            6 => decode::string(&mut self.message, "PodCondition.message", wire, r, true),
+            7 => decode::int64(
+                &mut self.observed_generation,
+                "PodCondition.observedGeneration",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodDNSConfig {
+    fn empty() -> Self {
+        Self {
+            nameservers: Empty::empty(),
+            searches: Empty::empty(),
+            options: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                decode::repeated_string(&mut self.nameservers, "PodDNSConfig.nameservers", wire, r)
+            }
+            2 => decode::repeated_string(&mut self.searches, "PodDNSConfig.searches", wire, r),
+            3 => decode::repeated_message::<k8s_openapi::api::core::v1::PodDNSConfigOption, _>(
+                &mut self.options,
+                "PodDNSConfig.options",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            value: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "PodDNSConfigOption.name", wire, r, true),
+            2 => decode::string(&mut self.value, "PodDNSConfigOption.value", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+    fn empty() -> Self {
+        Self {
+            request_mappings: Empty::empty(),
+            resource_claim_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<
+                k8s_openapi::api::core::v1::ContainerExtendedResourceRequest,
+                _,
+            >(
+                &mut self.request_mappings,
+                "PodExtendedResourceClaimStatus.requestMappings",
+                wire,
+                r,
+            ),
+            2 => decode::string(
+                &mut self.resource_claim_name,
+                "PodExtendedResourceClaimStatus.resourceClaimName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodIP {
+    fn empty() -> Self {
+        Self { ip: Empty::empty() }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodIP {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.ip, "PodIP.ip", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodOS {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodOS {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "PodOS.name", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodReadinessGate {
+    fn empty() -> Self {
+        Self {
+            condition_type: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.condition_type,
+                "PodReadinessGate.conditionType",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodResourceClaim {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            resource_claim_name: Empty::empty(),
+            resource_claim_template_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "PodResourceClaim.name", wire, r, false),
+            3 => decode::string(
+                &mut self.resource_claim_name,
+                "PodResourceClaim.resourceClaimName",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(
+                &mut self.resource_claim_template_name,
+                "PodResourceClaim.resourceClaimTemplateName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            resource_claim_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.name,
+                "PodResourceClaimStatus.name",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.resource_claim_name,
+                "PodResourceClaimStatus.resourceClaimName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodSchedulingGate {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "PodSchedulingGate.name", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodSchedulingGroup {
+    fn empty() -> Self {
+        Self {
+            pod_group_name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodSchedulingGroup {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.pod_group_name,
+                "PodSchedulingGroup.podGroupName",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodSecurityContext {
+    fn empty() -> Self {
+        Self {
+            se_linux_options: Empty::empty(),
+            windows_options: Empty::empty(),
+            run_as_user: Empty::empty(),
+            run_as_group: Empty::empty(),
+            run_as_non_root: Empty::empty(),
+            supplemental_groups: Empty::empty(),
+            supplemental_groups_policy: Empty::empty(),
+            fs_group: Empty::empty(),
+            sysctls: Empty::empty(),
+            fs_group_change_policy: Empty::empty(),
+            seccomp_profile: Empty::empty(),
+            app_armor_profile: Empty::empty(),
+            se_linux_change_policy: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::SELinuxOptions, _>(
+                &mut self.se_linux_options,
+                "PodSecurityContext.seLinuxOptions",
+                wire,
+                r,
+            ),
+            2 => decode::int64(
+                &mut self.run_as_user,
+                "PodSecurityContext.runAsUser",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::bool(
+                &mut self.run_as_non_root,
+                "PodSecurityContext.runAsNonRoot",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::repeated_int64(
+                &mut self.supplemental_groups,
+                "PodSecurityContext.supplementalGroups",
+                wire,
+                r,
+            ),
+            5 => decode::int64(
+                &mut self.fs_group,
+                "PodSecurityContext.fsGroup",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::int64(
+                &mut self.run_as_group,
+                "PodSecurityContext.runAsGroup",
+                wire,
+                r,
+                false,
+            ),
+            7 => decode::repeated_message::<k8s_openapi::api::core::v1::Sysctl, _>(
+                &mut self.sysctls,
+                "PodSecurityContext.sysctls",
+                wire,
+                r,
+            ),
+            8 => decode::message::<k8s_openapi::api::core::v1::WindowsSecurityContextOptions, _>(
+                &mut self.windows_options,
+                "PodSecurityContext.windowsOptions",
+                wire,
+                r,
+            ),
+            9 => decode::string(
+                &mut self.fs_group_change_policy,
+                "PodSecurityContext.fsGroupChangePolicy",
+                wire,
+                r,
+                false,
+            ),
+            10 => decode::message::<k8s_openapi::api::core::v1::SeccompProfile, _>(
+                &mut self.seccomp_profile,
+                "PodSecurityContext.seccompProfile",
+                wire,
+                r,
+            ),
+            11 => decode::message::<k8s_openapi::api::core::v1::AppArmorProfile, _>(
+                &mut self.app_armor_profile,
+                "PodSecurityContext.appArmorProfile",
+                wire,
+                r,
+            ),
+            12 => decode::string(
+                &mut self.supplemental_groups_policy,
+                "PodSecurityContext.supplementalGroupsPolicy",
+                wire,
+                r,
+                false,
+            ),
+            13 => decode::string(
+                &mut self.se_linux_change_policy,
+                "PodSecurityContext.seLinuxChangePolicy",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodSpec {
+    fn empty() -> Self {
+        Self {
+            volumes: Empty::empty(),
+            init_containers: Empty::empty(),
+            containers: Empty::empty(),
+            ephemeral_containers: Empty::empty(),
+            restart_policy: Empty::empty(),
+            termination_grace_period_seconds: Empty::empty(),
+            active_deadline_seconds: Empty::empty(),
+            dns_policy: Empty::empty(),
+            node_selector: Empty::empty(),
+            service_account_name: Empty::empty(),
+            service_account: Empty::empty(),
+            automount_service_account_token: Empty::empty(),
+            node_name: Empty::empty(),
+            host_network: Empty::empty(),
+            host_pid: Empty::empty(),
+            host_ipc: Empty::empty(),
+            share_process_namespace: Empty::empty(),
+            security_context: Empty::empty(),
+            image_pull_secrets: Empty::empty(),
+            hostname: Empty::empty(),
+            subdomain: Empty::empty(),
+            affinity: Empty::empty(),
+            scheduler_name: Empty::empty(),
+            tolerations: Empty::empty(),
+            host_aliases: Empty::empty(),
+            priority_class_name: Empty::empty(),
+            priority: Empty::empty(),
+            dns_config: Empty::empty(),
+            readiness_gates: Empty::empty(),
+            runtime_class_name: Empty::empty(),
+            enable_service_links: Empty::empty(),
+            preemption_policy: Empty::empty(),
+            overhead: Empty::empty(),
+            topology_spread_constraints: Empty::empty(),
+            set_hostname_as_fqdn: Empty::empty(),
+            os: Empty::empty(),
+            host_users: Empty::empty(),
+            scheduling_gates: Empty::empty(),
+            resource_claims: Empty::empty(),
+            resources: Empty::empty(),
+            hostname_override: Empty::empty(),
+            scheduling_group: Empty::empty(),
+            eviction_responders: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodSpec {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::Volume, _>(
+                &mut self.volumes,
+                "PodSpec.volumes",
+                wire,
+                r,
+            ),
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::Container, _>(
+                &mut self.containers,
+                "PodSpec.containers",
+                wire,
+                r,
+            ),
+            3 => decode::string(
+                &mut self.restart_policy,
+                "PodSpec.restartPolicy",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::int64(
+                &mut self.termination_grace_period_seconds,
+                "PodSpec.terminationGracePeriodSeconds",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::int64(
+                &mut self.active_deadline_seconds,
+                "PodSpec.activeDeadlineSeconds",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(&mut self.dns_policy, "PodSpec.dnsPolicy", wire, r, true),
+            7 => decode::map_string(&mut self.node_selector, "PodSpec.nodeSelector", wire, r),
+            8 => decode::string(
+                &mut self.service_account_name,
+                "PodSpec.serviceAccountName",
+                wire,
+                r,
+                true,
+            ),
+            9 => decode::string(
+                &mut self.service_account,
+                "PodSpec.serviceAccount",
+                wire,
+                r,
+                true,
+            ),
+            10 => decode::string(&mut self.node_name, "PodSpec.nodeName", wire, r, true),
+            11 => decode::bool(&mut self.host_network, "PodSpec.hostNetwork", wire, r, true),
+            12 => decode::bool(&mut self.host_pid, "PodSpec.hostPID", wire, r, true),
+            13 => decode::bool(&mut self.host_ipc, "PodSpec.hostIPC", wire, r, true),
+            14 => decode::message::<k8s_openapi::api::core::v1::PodSecurityContext, _>(
+                &mut self.security_context,
+                "PodSpec.securityContext",
+                wire,
+                r,
+            ),
+            15 => decode::repeated_message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.image_pull_secrets,
+                "PodSpec.imagePullSecrets",
+                wire,
+                r,
+            ),
+            16 => decode::string(&mut self.hostname, "PodSpec.hostname", wire, r, true),
+            17 => decode::string(&mut self.subdomain, "PodSpec.subdomain", wire, r, true),
+            18 => decode::message::<k8s_openapi::api::core::v1::Affinity, _>(
+                &mut self.affinity,
+                "PodSpec.affinity",
+                wire,
+                r,
+            ),
+            19 => decode::string(
+                &mut self.scheduler_name,
+                "PodSpec.schedulerName",
+                wire,
+                r,
+                true,
+            ),
+            20 => decode::repeated_message::<k8s_openapi::api::core::v1::Container, _>(
+                &mut self.init_containers,
+                "PodSpec.initContainers",
+                wire,
+                r,
+            ),
+            21 => decode::bool(
+                &mut self.automount_service_account_token,
+                "PodSpec.automountServiceAccountToken",
+                wire,
+                r,
+                false,
+            ),
+            22 => decode::repeated_message::<k8s_openapi::api::core::v1::Toleration, _>(
+                &mut self.tolerations,
+                "PodSpec.tolerations",
+                wire,
+                r,
+            ),
+            23 => decode::repeated_message::<k8s_openapi::api::core::v1::HostAlias, _>(
+                &mut self.host_aliases,
+                "PodSpec.hostAliases",
+                wire,
+                r,
+            ),
+            24 => decode::string(
+                &mut self.priority_class_name,
+                "PodSpec.priorityClassName",
+                wire,
+                r,
+                true,
+            ),
+            25 => decode::int32(&mut self.priority, "PodSpec.priority", wire, r, false),
+            26 => decode::message::<k8s_openapi::api::core::v1::PodDNSConfig, _>(
+                &mut self.dns_config,
+                "PodSpec.dnsConfig",
+                wire,
+                r,
+            ),
+            27 => decode::bool(
+                &mut self.share_process_namespace,
+                "PodSpec.shareProcessNamespace",
+                wire,
+                r,
+                false,
+            ),
+            28 => decode::repeated_message::<k8s_openapi::api::core::v1::PodReadinessGate, _>(
+                &mut self.readiness_gates,
+                "PodSpec.readinessGates",
+                wire,
+                r,
+            ),
+            29 => decode::string(
+                &mut self.runtime_class_name,
+                "PodSpec.runtimeClassName",
+                wire,
+                r,
+                false,
+            ),
+            30 => decode::bool(
+                &mut self.enable_service_links,
+                "PodSpec.enableServiceLinks",
+                wire,
+                r,
+                false,
+            ),
+            31 => decode::string(
+                &mut self.preemption_policy,
+                "PodSpec.preemptionPolicy",
+                wire,
+                r,
+                false,
+            ),
+            32 => decode::map_quantity(&mut self.overhead, "PodSpec.overhead", wire, r),
+            33 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::TopologySpreadConstraint, _>(
+                    &mut self.topology_spread_constraints,
+                    "PodSpec.topologySpreadConstraints",
+                    wire,
+                    r,
+                )
+            }
+            34 => decode::repeated_message::<k8s_openapi::api::core::v1::EphemeralContainer, _>(
+                &mut self.ephemeral_containers,
+                "PodSpec.ephemeralContainers",
+                wire,
+                r,
+            ),
+            35 => decode::bool(
+                &mut self.set_hostname_as_fqdn,
+                "PodSpec.setHostnameAsFQDN",
+                wire,
+                r,
+                false,
+            ),
+            36 => decode::message::<k8s_openapi::api::core::v1::PodOS, _>(
+                &mut self.os,
+                "PodSpec.os",
+                wire,
+                r,
+            ),
+            37 => decode::bool(&mut self.host_users, "PodSpec.hostUsers", wire, r, false),
+            38 => decode::repeated_message::<k8s_openapi::api::core::v1::PodSchedulingGate, _>(
+                &mut self.scheduling_gates,
+                "PodSpec.schedulingGates",
+                wire,
+                r,
+            ),
+            39 => decode::repeated_message::<k8s_openapi::api::core::v1::PodResourceClaim, _>(
+                &mut self.resource_claims,
+                "PodSpec.resourceClaims",
+                wire,
+                r,
+            ),
+            40 => decode::message::<k8s_openapi::api::core::v1::ResourceRequirements, _>(
+                &mut self.resources,
+                "PodSpec.resources",
+                wire,
+                r,
+            ),
+            41 => decode::string(
+                &mut self.hostname_override,
+                "PodSpec.hostnameOverride",
+                wire,
+                r,
+                false,
+            ),
+            43 => decode::message::<k8s_openapi::api::core::v1::PodSchedulingGroup, _>(
+                &mut self.scheduling_group,
+                "PodSpec.schedulingGroup",
+                wire,
+                r,
+            ),
+            44 => decode::repeated_message::<k8s_openapi::api::core::v1::EvictionResponder, _>(
+                &mut self.eviction_responders,
+                "PodSpec.evictionResponders",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodStatus {
+    fn empty() -> Self {
+        Self {
+            observed_generation: Empty::empty(),
+            phase: Empty::empty(),
+            conditions: Empty::empty(),
+            message: Empty::empty(),
+            reason: Empty::empty(),
+            nominated_node_name: Empty::empty(),
+            host_ip: Empty::empty(),
+            host_ips: Empty::empty(),
+            pod_ip: Empty::empty(),
+            pod_ips: Empty::empty(),
+            start_time: Empty::empty(),
+            init_container_statuses: Empty::empty(),
+            container_statuses: Empty::empty(),
+            qos_class: Empty::empty(),
+            ephemeral_container_statuses: Empty::empty(),
+            resize: Empty::empty(),
+            resource_claim_statuses: Empty::empty(),
+            extended_resource_claim_status: Empty::empty(),
+            allocated_resources: Empty::empty(),
+            resources: Empty::empty(),
+            node_allocatable_resource_claim_statuses: Empty::empty(),
+            volume_health: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.phase, "PodStatus.phase", wire, r, true),
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::PodCondition, _>(
+                &mut self.conditions,
+                "PodStatus.conditions",
+                wire,
+                r,
+            ),
+            3 => decode::string(&mut self.message, "PodStatus.message", wire, r, true),
+            4 => decode::string(&mut self.reason, "PodStatus.reason", wire, r, true),
+            5 => decode::string(&mut self.host_ip, "PodStatus.hostIP", wire, r, true),
+            6 => decode::string(&mut self.pod_ip, "PodStatus.podIP", wire, r, true),
+            7 => decode::time(&mut self.start_time, "PodStatus.startTime", wire, r),
+            8 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerStatus, _>(
+                &mut self.container_statuses,
+                "PodStatus.containerStatuses",
+                wire,
+                r,
+            ),
+            9 => decode::string(&mut self.qos_class, "PodStatus.qosClass", wire, r, true),
+            10 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerStatus, _>(
+                &mut self.init_container_statuses,
+                "PodStatus.initContainerStatuses",
+                wire,
+                r,
+            ),
+            11 => decode::string(
+                &mut self.nominated_node_name,
+                "PodStatus.nominatedNodeName",
+                wire,
+                r,
+                true,
+            ),
+            12 => decode::repeated_message::<k8s_openapi::api::core::v1::PodIP, _>(
+                &mut self.pod_ips,
+                "PodStatus.podIPs",
+                wire,
+                r,
+            ),
+            13 => decode::repeated_message::<k8s_openapi::api::core::v1::ContainerStatus, _>(
+                &mut self.ephemeral_container_statuses,
+                "PodStatus.ephemeralContainerStatuses",
+                wire,
+                r,
+            ),
+            14 => decode::string(&mut self.resize, "PodStatus.resize", wire, r, true),
+            15 => {
+                decode::repeated_message::<k8s_openapi::api::core::v1::PodResourceClaimStatus, _>(
+                    &mut self.resource_claim_statuses,
+                    "PodStatus.resourceClaimStatuses",
+                    wire,
+                    r,
+                )
+            }
+            16 => decode::repeated_message::<k8s_openapi::api::core::v1::HostIP, _>(
+                &mut self.host_ips,
+                "PodStatus.hostIPs",
+                wire,
+                r,
+            ),
+            17 => decode::int64(
+                &mut self.observed_generation,
+                "PodStatus.observedGeneration",
+                wire,
+                r,
+                true,
+            ),
+            18 => decode::message::<k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus, _>(
+                &mut self.extended_resource_claim_status,
+                "PodStatus.extendedResourceClaimStatus",
+                wire,
+                r,
+            ),
+            19 => decode::map_quantity(
+                &mut self.allocated_resources,
+                "PodStatus.allocatedResources",
+                wire,
+                r,
+            ),
+            20 => decode::message::<k8s_openapi::api::core::v1::ResourceRequirements, _>(
+                &mut self.resources,
+                "PodStatus.resources",
+                wire,
+                r,
+            ),
+            21 => decode::repeated_message::<
+                k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus,
+                _,
+            >(
+                &mut self.node_allocatable_resource_claim_statuses,
+                "PodStatus.nodeAllocatableResourceClaimStatuses",
+                wire,
+                r,
+            ),
+            22 => decode::repeated_message::<k8s_openapi::api::core::v1::PodVolumeHealth, _>(
+                &mut self.volume_health,
+                "PodStatus.volumeHealth",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodTemplateSpec {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "PodTemplateSpec.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::PodSpec, _>(
+                &mut self.spec,
+                "PodTemplateSpec.spec",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PodVolumeHealth {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            health_conditions: Empty::empty(),
+            last_transition_time: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "PodVolumeHealth.name", wire, r, false),
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::VolumeHealthCondition, _>(
+                &mut self.health_conditions,
+                "PodVolumeHealth.healthConditions",
+                wire,
+                r,
+            ),
+            3 => decode::time(
+                &mut self.last_transition_time,
+                "PodVolumeHealth.lastTransitionTime",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PortStatus {
+    fn empty() -> Self {
+        Self {
+            port: Empty::empty(),
+            protocol: Empty::empty(),
+            error: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PortStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(&mut self.port, "PortStatus.port", wire, r, false),
+            2 => decode::string(&mut self.protocol, "PortStatus.protocol", wire, r, false),
+            3 => decode::string(&mut self.error, "PortStatus.error", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_id: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_id,
+                "PortworxVolumeSource.volumeID",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "PortworxVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::bool(
+                &mut self.read_only,
+                "PortworxVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    fn empty() -> Self {
+        Self {
+            weight: Empty::empty(),
+            preference: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.weight,
+                "PreferredSchedulingTerm.weight",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::NodeSelectorTerm, _>(
+                &mut self.preference,
+                "PreferredSchedulingTerm.preference",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Probe {
+    fn empty() -> Self {
+        Self {
+            exec: Empty::empty(),
+            http_get: Empty::empty(),
+            tcp_socket: Empty::empty(),
+            grpc: Empty::empty(),
+            initial_delay_seconds: Empty::empty(),
+            timeout_seconds: Empty::empty(),
+            period_seconds: Empty::empty(),
+            success_threshold: Empty::empty(),
+            failure_threshold: Empty::empty(),
+            termination_grace_period_seconds: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Probe {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect("Probe.ProbeHandler", WireType::Len, wire)?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::message::<k8s_openapi::api::core::v1::ExecAction, _>(
+                            &mut self.exec,
+                            "ProbeHandler.exec",
+                            wire,
+                            r,
+                        ),
+                        2 => decode::message::<k8s_openapi::api::core::v1::HTTPGetAction, _>(
+                            &mut self.http_get,
+                            "ProbeHandler.httpGet",
+                            wire,
+                            r,
+                        ),
+                        3 => decode::message::<k8s_openapi::api::core::v1::TCPSocketAction, _>(
+                            &mut self.tcp_socket,
+                            "ProbeHandler.tcpSocket",
+                            wire,
+                            r,
+                        ),
+                        4 => decode::message::<k8s_openapi::api::core::v1::GRPCAction, _>(
+                            &mut self.grpc,
+                            "ProbeHandler.grpc",
+                            wire,
+                            r,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::int32(
+                &mut self.initial_delay_seconds,
+                "Probe.initialDelaySeconds",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::int32(
+                &mut self.timeout_seconds,
+                "Probe.timeoutSeconds",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::int32(
+                &mut self.period_seconds,
+                "Probe.periodSeconds",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::int32(
+                &mut self.success_threshold,
+                "Probe.successThreshold",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::int32(
+                &mut self.failure_threshold,
+                "Probe.failureThreshold",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::int64(
+                &mut self.termination_grace_period_seconds,
+                "Probe.terminationGracePeriodSeconds",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    fn empty() -> Self {
+        Self {
+            sources: Empty::empty(),
+            default_mode: Empty::empty(),
+            default_user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::VolumeProjection, _>(
+                &mut self.sources,
+                "ProjectedVolumeSource.sources",
+                wire,
+                r,
+            ),
+            2 => decode::int32(
+                &mut self.default_mode,
+                "ProjectedVolumeSource.defaultMode",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::int64(
+                &mut self.default_user,
+                "ProjectedVolumeSource.defaultUser",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    fn empty() -> Self {
+        Self {
+            registry: Empty::empty(),
+            volume: Empty::empty(),
+            read_only: Empty::empty(),
+            user: Empty::empty(),
+            group: Empty::empty(),
+            tenant: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.registry,
+                "QuobyteVolumeSource.registry",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.volume,
+                "QuobyteVolumeSource.volume",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::bool(
+                &mut self.read_only,
+                "QuobyteVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::string(&mut self.user, "QuobyteVolumeSource.user", wire, r, true),
+            5 => decode::string(&mut self.group, "QuobyteVolumeSource.group", wire, r, true),
+            6 => decode::string(
+                &mut self.tenant,
+                "QuobyteVolumeSource.tenant",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::RBDVolumeSource {
+    fn empty() -> Self {
+        Self {
+            monitors: Empty::empty(),
+            image: Empty::empty(),
+            fs_type: Empty::empty(),
+            pool: Empty::empty(),
+            user: Empty::empty(),
+            keyring: Empty::empty(),
+            secret_ref: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_string(&mut self.monitors, "RBDVolumeSource.monitors", wire, r),
+            2 => decode::string(&mut self.image, "RBDVolumeSource.image", wire, r, false),
+            3 => decode::string(&mut self.fs_type, "RBDVolumeSource.fsType", wire, r, true),
+            4 => decode::string(&mut self.pool, "RBDVolumeSource.pool", wire, r, true),
+            5 => decode::string(&mut self.user, "RBDVolumeSource.user", wire, r, true),
+            6 => decode::string(&mut self.keyring, "RBDVolumeSource.keyring", wire, r, true),
+            7 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "RBDVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            8 => decode::bool(
+                &mut self.read_only,
+                "RBDVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ResourceClaim {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            request: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ResourceClaim {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "ResourceClaim.name", wire, r, false),
+            2 => decode::string(&mut self.request, "ResourceClaim.request", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    fn empty() -> Self {
+        Self {
+            container_name: Empty::empty(),
+            resource: Empty::empty(),
+            divisor: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.container_name,
+                "ResourceFieldSelector.containerName",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.resource,
+                "ResourceFieldSelector.resource",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::quantity(&mut self.divisor, "ResourceFieldSelector.divisor", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ResourceHealth {
+    fn empty() -> Self {
+        Self {
+            resource_id: Empty::empty(),
+            health: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ResourceHealth {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.resource_id,
+                "ResourceHealth.resourceID",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(&mut self.health, "ResourceHealth.health", wire, r, true),
+            6 => decode::string(&mut self.message, "ResourceHealth.message", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ResourceRequirements {
+    fn empty() -> Self {
+        Self {
+            limits: Empty::empty(),
+            requests: Empty::empty(),
+            claims: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::map_quantity(&mut self.limits, "ResourceRequirements.limits", wire, r),
+            2 => decode::map_quantity(&mut self.requests, "ResourceRequirements.requests", wire, r),
+            3 => decode::repeated_message::<k8s_openapi::api::core::v1::ResourceClaim, _>(
+                &mut self.claims,
+                "ResourceRequirements.claims",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ResourceStatus {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            resources: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ResourceStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "ResourceStatus.name", wire, r, false),
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::ResourceHealth, _>(
+                &mut self.resources,
+                "ResourceStatus.resources",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SELinuxOptions {
+    fn empty() -> Self {
+        Self {
+            user: Empty::empty(),
+            role: Empty::empty(),
+            type_: Empty::empty(),
+            level: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.user, "SELinuxOptions.user", wire, r, true),
+            2 => decode::string(&mut self.role, "SELinuxOptions.role", wire, r, true),
+            3 => decode::string(&mut self.type_, "SELinuxOptions.type", wire, r, true),
+            4 => decode::string(&mut self.level, "SELinuxOptions.level", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    fn empty() -> Self {
+        Self {
+            gateway: Empty::empty(),
+            system: Empty::empty(),
+            secret_ref: Empty::empty(),
+            ssl_enabled: Empty::empty(),
+            protection_domain: Empty::empty(),
+            storage_pool: Empty::empty(),
+            storage_mode: Empty::empty(),
+            volume_name: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.gateway,
+                "ScaleIOVolumeSource.gateway",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.system,
+                "ScaleIOVolumeSource.system",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "ScaleIOVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            4 => decode::bool(
+                &mut self.ssl_enabled,
+                "ScaleIOVolumeSource.sslEnabled",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::string(
+                &mut self.protection_domain,
+                "ScaleIOVolumeSource.protectionDomain",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::string(
+                &mut self.storage_pool,
+                "ScaleIOVolumeSource.storagePool",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::string(
+                &mut self.storage_mode,
+                "ScaleIOVolumeSource.storageMode",
+                wire,
+                r,
+                true,
+            ),
+            8 => decode::string(
+                &mut self.volume_name,
+                "ScaleIOVolumeSource.volumeName",
+                wire,
+                r,
+                true,
+            ),
+            9 => decode::string(
+                &mut self.fs_type,
+                "ScaleIOVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            10 => decode::bool(
+                &mut self.read_only,
+                "ScaleIOVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SeccompProfile {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            localhost_profile: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SeccompProfile {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "SeccompProfile.type", wire, r, false),
+            2 => decode::string(
+                &mut self.localhost_profile,
+                "SeccompProfile.localhostProfile",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Secret {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            immutable: Empty::empty(),
+            data: Empty::empty(),
+            string_data: Empty::empty(),
+            type_: Empty::empty(),
         }
     }
 }
@@ -117,6 +5921,1998 @@ impl Message for k8s_openapi::api::core::v1::Secret {
             4 => decode::map_string(&mut self.string_data, "Secret.stringData", wire, r),
             5 => decode::bool(&mut self.immutable, "Secret.immutable", wire, r, false),
             _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SecretEnvSource {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect("SecretEnvSource.LocalObjectReference", WireType::Len, wire)?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::bool(
+                &mut self.optional,
+                "SecretEnvSource.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SecretKeySelector {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            key: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect(
+                    "SecretKeySelector.LocalObjectReference",
+                    WireType::Len,
+                    wire,
+                )?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::string(&mut self.key, "SecretKeySelector.key", wire, r, false),
+            3 => decode::bool(
+                &mut self.optional,
+                "SecretKeySelector.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SecretProjection {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            items: Empty::empty(),
+            optional: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SecretProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => {
+                r.expect("SecretProjection.LocalObjectReference", WireType::Len, wire)?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => decode::string(
+                            &mut self.name,
+                            "LocalObjectReference.name",
+                            wire,
+                            r,
+                            true,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::KeyToPath, _>(
+                &mut self.items,
+                "SecretProjection.items",
+                wire,
+                r,
+            ),
+            4 => decode::bool(
+                &mut self.optional,
+                "SecretProjection.optional",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SecretVolumeSource {
+    fn empty() -> Self {
+        Self {
+            secret_name: Empty::empty(),
+            items: Empty::empty(),
+            default_mode: Empty::empty(),
+            optional: Empty::empty(),
+            default_user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.secret_name,
+                "SecretVolumeSource.secretName",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::repeated_message::<k8s_openapi::api::core::v1::KeyToPath, _>(
+                &mut self.items,
+                "SecretVolumeSource.items",
+                wire,
+                r,
+            ),
+            3 => decode::int32(
+                &mut self.default_mode,
+                "SecretVolumeSource.defaultMode",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::bool(
+                &mut self.optional,
+                "SecretVolumeSource.optional",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::int64(
+                &mut self.default_user,
+                "SecretVolumeSource.defaultUser",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SecurityContext {
+    fn empty() -> Self {
+        Self {
+            capabilities: Empty::empty(),
+            privileged: Empty::empty(),
+            se_linux_options: Empty::empty(),
+            windows_options: Empty::empty(),
+            run_as_user: Empty::empty(),
+            run_as_group: Empty::empty(),
+            run_as_non_root: Empty::empty(),
+            read_only_root_filesystem: Empty::empty(),
+            allow_privilege_escalation: Empty::empty(),
+            proc_mount: Empty::empty(),
+            seccomp_profile: Empty::empty(),
+            app_armor_profile: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SecurityContext {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::Capabilities, _>(
+                &mut self.capabilities,
+                "SecurityContext.capabilities",
+                wire,
+                r,
+            ),
+            2 => decode::bool(
+                &mut self.privileged,
+                "SecurityContext.privileged",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::SELinuxOptions, _>(
+                &mut self.se_linux_options,
+                "SecurityContext.seLinuxOptions",
+                wire,
+                r,
+            ),
+            4 => decode::int64(
+                &mut self.run_as_user,
+                "SecurityContext.runAsUser",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::bool(
+                &mut self.run_as_non_root,
+                "SecurityContext.runAsNonRoot",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::bool(
+                &mut self.read_only_root_filesystem,
+                "SecurityContext.readOnlyRootFilesystem",
+                wire,
+                r,
+                false,
+            ),
+            7 => decode::bool(
+                &mut self.allow_privilege_escalation,
+                "SecurityContext.allowPrivilegeEscalation",
+                wire,
+                r,
+                false,
+            ),
+            8 => decode::int64(
+                &mut self.run_as_group,
+                "SecurityContext.runAsGroup",
+                wire,
+                r,
+                false,
+            ),
+            9 => decode::string(
+                &mut self.proc_mount,
+                "SecurityContext.procMount",
+                wire,
+                r,
+                false,
+            ),
+            10 => decode::message::<k8s_openapi::api::core::v1::WindowsSecurityContextOptions, _>(
+                &mut self.windows_options,
+                "SecurityContext.windowsOptions",
+                wire,
+                r,
+            ),
+            11 => decode::message::<k8s_openapi::api::core::v1::SeccompProfile, _>(
+                &mut self.seccomp_profile,
+                "SecurityContext.seccompProfile",
+                wire,
+                r,
+            ),
+            12 => decode::message::<k8s_openapi::api::core::v1::AppArmorProfile, _>(
+                &mut self.app_armor_profile,
+                "SecurityContext.appArmorProfile",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Service {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            spec: Empty::empty(),
+            status: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Service {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "Service.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::ServiceSpec, _>(
+                &mut self.spec,
+                "Service.spec",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ServiceStatus, _>(
+                &mut self.status,
+                "Service.status",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    fn empty() -> Self {
+        Self {
+            audience: Empty::empty(),
+            expiration_seconds: Empty::empty(),
+            path: Empty::empty(),
+            user: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.audience,
+                "ServiceAccountTokenProjection.audience",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::int64(
+                &mut self.expiration_seconds,
+                "ServiceAccountTokenProjection.expirationSeconds",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.path,
+                "ServiceAccountTokenProjection.path",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::int64(
+                &mut self.user,
+                "ServiceAccountTokenProjection.user",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ServicePort {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            protocol: Empty::empty(),
+            app_protocol: Empty::empty(),
+            port: Empty::empty(),
+            target_port: Empty::empty(),
+            node_port: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ServicePort {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "ServicePort.name", wire, r, true),
+            2 => decode::string(&mut self.protocol, "ServicePort.protocol", wire, r, true),
+            3 => decode::int32(&mut self.port, "ServicePort.port", wire, r, false),
+            4 => decode::int_or_string(&mut self.target_port, "ServicePort.targetPort", wire, r),
+            5 => decode::int32(&mut self.node_port, "ServicePort.nodePort", wire, r, true),
+            6 => decode::string(
+                &mut self.app_protocol,
+                "ServicePort.appProtocol",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ServiceSpec {
+    fn empty() -> Self {
+        Self {
+            ports: Empty::empty(),
+            selector: Empty::empty(),
+            cluster_ip: Empty::empty(),
+            cluster_ips: Empty::empty(),
+            type_: Empty::empty(),
+            external_ips: Empty::empty(),
+            session_affinity: Empty::empty(),
+            load_balancer_ip: Empty::empty(),
+            load_balancer_source_ranges: Empty::empty(),
+            external_name: Empty::empty(),
+            external_traffic_policy: Empty::empty(),
+            health_check_node_port: Empty::empty(),
+            publish_not_ready_addresses: Empty::empty(),
+            session_affinity_config: Empty::empty(),
+            ip_families: Empty::empty(),
+            ip_family_policy: Empty::empty(),
+            allocate_load_balancer_node_ports: Empty::empty(),
+            load_balancer_class: Empty::empty(),
+            internal_traffic_policy: Empty::empty(),
+            traffic_distribution: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ServiceSpec {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::repeated_message::<k8s_openapi::api::core::v1::ServicePort, _>(
+                &mut self.ports,
+                "ServiceSpec.ports",
+                wire,
+                r,
+            ),
+            2 => decode::map_string(&mut self.selector, "ServiceSpec.selector", wire, r),
+            3 => decode::string(&mut self.cluster_ip, "ServiceSpec.clusterIP", wire, r, true),
+            4 => decode::string(&mut self.type_, "ServiceSpec.type", wire, r, true),
+            5 => {
+                decode::repeated_string(&mut self.external_ips, "ServiceSpec.externalIPs", wire, r)
+            }
+            7 => decode::string(
+                &mut self.session_affinity,
+                "ServiceSpec.sessionAffinity",
+                wire,
+                r,
+                true,
+            ),
+            8 => decode::string(
+                &mut self.load_balancer_ip,
+                "ServiceSpec.loadBalancerIP",
+                wire,
+                r,
+                true,
+            ),
+            9 => decode::repeated_string(
+                &mut self.load_balancer_source_ranges,
+                "ServiceSpec.loadBalancerSourceRanges",
+                wire,
+                r,
+            ),
+            10 => decode::string(
+                &mut self.external_name,
+                "ServiceSpec.externalName",
+                wire,
+                r,
+                true,
+            ),
+            11 => decode::string(
+                &mut self.external_traffic_policy,
+                "ServiceSpec.externalTrafficPolicy",
+                wire,
+                r,
+                true,
+            ),
+            12 => decode::int32(
+                &mut self.health_check_node_port,
+                "ServiceSpec.healthCheckNodePort",
+                wire,
+                r,
+                true,
+            ),
+            13 => decode::bool(
+                &mut self.publish_not_ready_addresses,
+                "ServiceSpec.publishNotReadyAddresses",
+                wire,
+                r,
+                true,
+            ),
+            14 => decode::message::<k8s_openapi::api::core::v1::SessionAffinityConfig, _>(
+                &mut self.session_affinity_config,
+                "ServiceSpec.sessionAffinityConfig",
+                wire,
+                r,
+            ),
+            17 => decode::string(
+                &mut self.ip_family_policy,
+                "ServiceSpec.ipFamilyPolicy",
+                wire,
+                r,
+                false,
+            ),
+            18 => decode::repeated_string(&mut self.cluster_ips, "ServiceSpec.clusterIPs", wire, r),
+            19 => decode::repeated_string(&mut self.ip_families, "ServiceSpec.ipFamilies", wire, r),
+            20 => decode::bool(
+                &mut self.allocate_load_balancer_node_ports,
+                "ServiceSpec.allocateLoadBalancerNodePorts",
+                wire,
+                r,
+                false,
+            ),
+            21 => decode::string(
+                &mut self.load_balancer_class,
+                "ServiceSpec.loadBalancerClass",
+                wire,
+                r,
+                false,
+            ),
+            22 => decode::string(
+                &mut self.internal_traffic_policy,
+                "ServiceSpec.internalTrafficPolicy",
+                wire,
+                r,
+                false,
+            ),
+            23 => decode::string(
+                &mut self.traffic_distribution,
+                "ServiceSpec.trafficDistribution",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::ServiceStatus {
+    fn empty() -> Self {
+        Self {
+            load_balancer: Empty::empty(),
+            conditions: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::ServiceStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::LoadBalancerStatus, _>(
+                &mut self.load_balancer,
+                "ServiceStatus.loadBalancer",
+                wire,
+                r,
+            ),
+            2 => decode::repeated_message::<
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                _,
+            >(&mut self.conditions, "ServiceStatus.conditions", wire, r),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    fn empty() -> Self {
+        Self {
+            client_ip: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::ClientIPConfig, _>(
+                &mut self.client_ip,
+                "SessionAffinityConfig.clientIP",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::SleepAction {
+    fn empty() -> Self {
+        Self {
+            seconds: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::SleepAction {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int64(&mut self.seconds, "SleepAction.seconds", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_name: Empty::empty(),
+            volume_namespace: Empty::empty(),
+            fs_type: Empty::empty(),
+            read_only: Empty::empty(),
+            secret_ref: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_name,
+                "StorageOSVolumeSource.volumeName",
+                wire,
+                r,
+                true,
+            ),
+            2 => decode::string(
+                &mut self.volume_namespace,
+                "StorageOSVolumeSource.volumeNamespace",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(
+                &mut self.fs_type,
+                "StorageOSVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::bool(
+                &mut self.read_only,
+                "StorageOSVolumeSource.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::LocalObjectReference, _>(
+                &mut self.secret_ref,
+                "StorageOSVolumeSource.secretRef",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Sysctl {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            value: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Sysctl {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "Sysctl.name", wire, r, false),
+            2 => decode::string(&mut self.value, "Sysctl.value", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::TCPSocketAction {
+    fn empty() -> Self {
+        Self {
+            port: Empty::empty(),
+            host: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int_or_string(&mut self.port, "TCPSocketAction.port", wire, r),
+            2 => decode::string(&mut self.host, "TCPSocketAction.host", wire, r, true),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Toleration {
+    fn empty() -> Self {
+        Self {
+            key: Empty::empty(),
+            operator: Empty::empty(),
+            value: Empty::empty(),
+            effect: Empty::empty(),
+            toleration_seconds: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Toleration {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.key, "Toleration.key", wire, r, true),
+            2 => decode::string(&mut self.operator, "Toleration.operator", wire, r, true),
+            3 => decode::string(&mut self.value, "Toleration.value", wire, r, true),
+            4 => decode::string(&mut self.effect, "Toleration.effect", wire, r, true),
+            5 => decode::int64(
+                &mut self.toleration_seconds,
+                "Toleration.tolerationSeconds",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    fn empty() -> Self {
+        Self {
+            max_skew: Empty::empty(),
+            topology_key: Empty::empty(),
+            when_unsatisfiable: Empty::empty(),
+            label_selector: Empty::empty(),
+            min_domains: Empty::empty(),
+            node_affinity_policy: Empty::empty(),
+            node_taints_policy: Empty::empty(),
+            match_label_keys: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.max_skew,
+                "TopologySpreadConstraint.maxSkew",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.topology_key,
+                "TopologySpreadConstraint.topologyKey",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.when_unsatisfiable,
+                "TopologySpreadConstraint.whenUnsatisfiable",
+                wire,
+                r,
+                false,
+            ),
+            4 => {
+                decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector, _>(
+                    &mut self.label_selector,
+                    "TopologySpreadConstraint.labelSelector",
+                    wire,
+                    r,
+                )
+            }
+            5 => decode::int32(
+                &mut self.min_domains,
+                "TopologySpreadConstraint.minDomains",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(
+                &mut self.node_affinity_policy,
+                "TopologySpreadConstraint.nodeAffinityPolicy",
+                wire,
+                r,
+                false,
+            ),
+            7 => decode::string(
+                &mut self.node_taints_policy,
+                "TopologySpreadConstraint.nodeTaintsPolicy",
+                wire,
+                r,
+                false,
+            ),
+            8 => decode::repeated_string(
+                &mut self.match_label_keys,
+                "TopologySpreadConstraint.matchLabelKeys",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    fn empty() -> Self {
+        Self {
+            api_group: Empty::empty(),
+            kind: Empty::empty(),
+            name: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.api_group,
+                "TypedLocalObjectReference.apiGroup",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.kind,
+                "TypedLocalObjectReference.kind",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.name,
+                "TypedLocalObjectReference.name",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::TypedObjectReference {
+    fn empty() -> Self {
+        Self {
+            api_group: Empty::empty(),
+            kind: Empty::empty(),
+            name: Empty::empty(),
+            namespace: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.api_group,
+                "TypedObjectReference.apiGroup",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(&mut self.kind, "TypedObjectReference.kind", wire, r, false),
+            3 => decode::string(&mut self.name, "TypedObjectReference.name", wire, r, false),
+            4 => decode::string(
+                &mut self.namespace,
+                "TypedObjectReference.namespace",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::Volume {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            host_path: Empty::empty(),
+            empty_dir: Empty::empty(),
+            gce_persistent_disk: Empty::empty(),
+            aws_elastic_block_store: Empty::empty(),
+            git_repo: Empty::empty(),
+            secret: Empty::empty(),
+            nfs: Empty::empty(),
+            iscsi: Empty::empty(),
+            glusterfs: Empty::empty(),
+            persistent_volume_claim: Empty::empty(),
+            rbd: Empty::empty(),
+            flex_volume: Empty::empty(),
+            cinder: Empty::empty(),
+            cephfs: Empty::empty(),
+            flocker: Empty::empty(),
+            downward_api: Empty::empty(),
+            fc: Empty::empty(),
+            azure_file: Empty::empty(),
+            config_map: Empty::empty(),
+            vsphere_volume: Empty::empty(),
+            quobyte: Empty::empty(),
+            azure_disk: Empty::empty(),
+            photon_persistent_disk: Empty::empty(),
+            projected: Empty::empty(),
+            portworx_volume: Empty::empty(),
+            scale_io: Empty::empty(),
+            storageos: Empty::empty(),
+            csi: Empty::empty(),
+            ephemeral: Empty::empty(),
+            image: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::Volume {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "Volume.name", wire, r, false),
+            2 => {
+                r.expect("Volume.VolumeSource", WireType::Len, wire)?;
+                let mut inner = r.message()?;
+                let r = &mut inner;
+                while let Some((field, wire)) = r.key()? {
+                    match field {
+                        1 => {
+                            decode::message::<k8s_openapi::api::core::v1::HostPathVolumeSource, _>(
+                                &mut self.host_path,
+                                "VolumeSource.hostPath",
+                                wire,
+                                r,
+                            )
+                        }
+                        2 => {
+                            decode::message::<k8s_openapi::api::core::v1::EmptyDirVolumeSource, _>(
+                                &mut self.empty_dir,
+                                "VolumeSource.emptyDir",
+                                wire,
+                                r,
+                            )
+                        }
+                        3 => decode::message::<
+                            k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource,
+                            _,
+                        >(
+                            &mut self.gce_persistent_disk,
+                            "VolumeSource.gcePersistentDisk",
+                            wire,
+                            r,
+                        ),
+                        4 => decode::message::<
+                            k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource,
+                            _,
+                        >(
+                            &mut self.aws_elastic_block_store,
+                            "VolumeSource.awsElasticBlockStore",
+                            wire,
+                            r,
+                        ),
+                        5 => decode::message::<k8s_openapi::api::core::v1::GitRepoVolumeSource, _>(
+                            &mut self.git_repo,
+                            "VolumeSource.gitRepo",
+                            wire,
+                            r,
+                        ),
+                        6 => decode::message::<k8s_openapi::api::core::v1::SecretVolumeSource, _>(
+                            &mut self.secret,
+                            "VolumeSource.secret",
+                            wire,
+                            r,
+                        ),
+                        7 => decode::message::<k8s_openapi::api::core::v1::NFSVolumeSource, _>(
+                            &mut self.nfs,
+                            "VolumeSource.nfs",
+                            wire,
+                            r,
+                        ),
+                        8 => decode::message::<k8s_openapi::api::core::v1::ISCSIVolumeSource, _>(
+                            &mut self.iscsi,
+                            "VolumeSource.iscsi",
+                            wire,
+                            r,
+                        ),
+                        9 => {
+                            decode::message::<k8s_openapi::api::core::v1::GlusterfsVolumeSource, _>(
+                                &mut self.glusterfs,
+                                "VolumeSource.glusterfs",
+                                wire,
+                                r,
+                            )
+                        }
+                        10 => decode::message::<
+                            k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource,
+                            _,
+                        >(
+                            &mut self.persistent_volume_claim,
+                            "VolumeSource.persistentVolumeClaim",
+                            wire,
+                            r,
+                        ),
+                        11 => decode::message::<k8s_openapi::api::core::v1::RBDVolumeSource, _>(
+                            &mut self.rbd,
+                            "VolumeSource.rbd",
+                            wire,
+                            r,
+                        ),
+                        12 => decode::message::<k8s_openapi::api::core::v1::FlexVolumeSource, _>(
+                            &mut self.flex_volume,
+                            "VolumeSource.flexVolume",
+                            wire,
+                            r,
+                        ),
+                        13 => decode::message::<k8s_openapi::api::core::v1::CinderVolumeSource, _>(
+                            &mut self.cinder,
+                            "VolumeSource.cinder",
+                            wire,
+                            r,
+                        ),
+                        14 => decode::message::<k8s_openapi::api::core::v1::CephFSVolumeSource, _>(
+                            &mut self.cephfs,
+                            "VolumeSource.cephfs",
+                            wire,
+                            r,
+                        ),
+                        15 => {
+                            decode::message::<k8s_openapi::api::core::v1::FlockerVolumeSource, _>(
+                                &mut self.flocker,
+                                "VolumeSource.flocker",
+                                wire,
+                                r,
+                            )
+                        }
+                        16 => decode::message::<
+                            k8s_openapi::api::core::v1::DownwardAPIVolumeSource,
+                            _,
+                        >(
+                            &mut self.downward_api, "VolumeSource.downwardAPI", wire, r
+                        ),
+                        17 => decode::message::<k8s_openapi::api::core::v1::FCVolumeSource, _>(
+                            &mut self.fc,
+                            "VolumeSource.fc",
+                            wire,
+                            r,
+                        ),
+                        18 => {
+                            decode::message::<k8s_openapi::api::core::v1::AzureFileVolumeSource, _>(
+                                &mut self.azure_file,
+                                "VolumeSource.azureFile",
+                                wire,
+                                r,
+                            )
+                        }
+                        19 => {
+                            decode::message::<k8s_openapi::api::core::v1::ConfigMapVolumeSource, _>(
+                                &mut self.config_map,
+                                "VolumeSource.configMap",
+                                wire,
+                                r,
+                            )
+                        }
+                        20 => decode::message::<
+                            k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource,
+                            _,
+                        >(
+                            &mut self.vsphere_volume,
+                            "VolumeSource.vsphereVolume",
+                            wire,
+                            r,
+                        ),
+                        21 => {
+                            decode::message::<k8s_openapi::api::core::v1::QuobyteVolumeSource, _>(
+                                &mut self.quobyte,
+                                "VolumeSource.quobyte",
+                                wire,
+                                r,
+                            )
+                        }
+                        22 => {
+                            decode::message::<k8s_openapi::api::core::v1::AzureDiskVolumeSource, _>(
+                                &mut self.azure_disk,
+                                "VolumeSource.azureDisk",
+                                wire,
+                                r,
+                            )
+                        }
+                        23 => decode::message::<
+                            k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource,
+                            _,
+                        >(
+                            &mut self.photon_persistent_disk,
+                            "VolumeSource.photonPersistentDisk",
+                            wire,
+                            r,
+                        ),
+                        24 => {
+                            decode::message::<k8s_openapi::api::core::v1::PortworxVolumeSource, _>(
+                                &mut self.portworx_volume,
+                                "VolumeSource.portworxVolume",
+                                wire,
+                                r,
+                            )
+                        }
+                        25 => {
+                            decode::message::<k8s_openapi::api::core::v1::ScaleIOVolumeSource, _>(
+                                &mut self.scale_io,
+                                "VolumeSource.scaleIO",
+                                wire,
+                                r,
+                            )
+                        }
+                        26 => {
+                            decode::message::<k8s_openapi::api::core::v1::ProjectedVolumeSource, _>(
+                                &mut self.projected,
+                                "VolumeSource.projected",
+                                wire,
+                                r,
+                            )
+                        }
+                        27 => {
+                            decode::message::<k8s_openapi::api::core::v1::StorageOSVolumeSource, _>(
+                                &mut self.storageos,
+                                "VolumeSource.storageos",
+                                wire,
+                                r,
+                            )
+                        }
+                        28 => decode::message::<k8s_openapi::api::core::v1::CSIVolumeSource, _>(
+                            &mut self.csi,
+                            "VolumeSource.csi",
+                            wire,
+                            r,
+                        ),
+                        29 => {
+                            decode::message::<k8s_openapi::api::core::v1::EphemeralVolumeSource, _>(
+                                &mut self.ephemeral,
+                                "VolumeSource.ephemeral",
+                                wire,
+                                r,
+                            )
+                        }
+                        30 => decode::message::<k8s_openapi::api::core::v1::ImageVolumeSource, _>(
+                            &mut self.image,
+                            "VolumeSource.image",
+                            wire,
+                            r,
+                        ),
+                        _ => r.skip(wire),
+                    }?;
+                }
+                Ok(())
+            }
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeDevice {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            device_path: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeDevice {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "VolumeDevice.name", wire, r, false),
+            2 => decode::string(
+                &mut self.device_path,
+                "VolumeDevice.devicePath",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeHealthCondition {
+    fn empty() -> Self {
+        Self {
+            status: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.status,
+                "VolumeHealthCondition.status",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.reason,
+                "VolumeHealthCondition.reason",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.message,
+                "VolumeHealthCondition.message",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeMount {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            read_only: Empty::empty(),
+            recursive_read_only: Empty::empty(),
+            mount_path: Empty::empty(),
+            sub_path: Empty::empty(),
+            mount_propagation: Empty::empty(),
+            sub_path_expr: Empty::empty(),
+            bind_mount_options: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeMount {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "VolumeMount.name", wire, r, false),
+            2 => decode::bool(&mut self.read_only, "VolumeMount.readOnly", wire, r, true),
+            3 => decode::string(
+                &mut self.mount_path,
+                "VolumeMount.mountPath",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::string(&mut self.sub_path, "VolumeMount.subPath", wire, r, true),
+            5 => decode::string(
+                &mut self.mount_propagation,
+                "VolumeMount.mountPropagation",
+                wire,
+                r,
+                false,
+            ),
+            6 => decode::string(
+                &mut self.sub_path_expr,
+                "VolumeMount.subPathExpr",
+                wire,
+                r,
+                true,
+            ),
+            7 => decode::string(
+                &mut self.recursive_read_only,
+                "VolumeMount.recursiveReadOnly",
+                wire,
+                r,
+                false,
+            ),
+            8 => decode::repeated_string(
+                &mut self.bind_mount_options,
+                "VolumeMount.bindMountOptions",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeMountStatus {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            mount_path: Empty::empty(),
+            read_only: Empty::empty(),
+            recursive_read_only: Empty::empty(),
+            volume_status: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.name, "VolumeMountStatus.name", wire, r, false),
+            2 => decode::string(
+                &mut self.mount_path,
+                "VolumeMountStatus.mountPath",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::bool(
+                &mut self.read_only,
+                "VolumeMountStatus.readOnly",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::string(
+                &mut self.recursive_read_only,
+                "VolumeMountStatus.recursiveReadOnly",
+                wire,
+                r,
+                false,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::VolumeStatus, _>(
+                &mut self.volume_status,
+                "VolumeMountStatus.volumeStatus",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeProjection {
+    fn empty() -> Self {
+        Self {
+            secret: Empty::empty(),
+            downward_api: Empty::empty(),
+            config_map: Empty::empty(),
+            service_account_token: Empty::empty(),
+            cluster_trust_bundle: Empty::empty(),
+            pod_certificate: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeProjection {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::SecretProjection, _>(
+                &mut self.secret,
+                "VolumeProjection.secret",
+                wire,
+                r,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::DownwardAPIProjection, _>(
+                &mut self.downward_api,
+                "VolumeProjection.downwardAPI",
+                wire,
+                r,
+            ),
+            3 => decode::message::<k8s_openapi::api::core::v1::ConfigMapProjection, _>(
+                &mut self.config_map,
+                "VolumeProjection.configMap",
+                wire,
+                r,
+            ),
+            4 => decode::message::<k8s_openapi::api::core::v1::ServiceAccountTokenProjection, _>(
+                &mut self.service_account_token,
+                "VolumeProjection.serviceAccountToken",
+                wire,
+                r,
+            ),
+            5 => decode::message::<k8s_openapi::api::core::v1::ClusterTrustBundleProjection, _>(
+                &mut self.cluster_trust_bundle,
+                "VolumeProjection.clusterTrustBundle",
+                wire,
+                r,
+            ),
+            6 => decode::message::<k8s_openapi::api::core::v1::PodCertificateProjection, _>(
+                &mut self.pod_certificate,
+                "VolumeProjection.podCertificate",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    fn empty() -> Self {
+        Self {
+            limits: Empty::empty(),
+            requests: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::map_quantity(
+                &mut self.limits,
+                "VolumeResourceRequirements.limits",
+                wire,
+                r,
+            ),
+            2 => decode::map_quantity(
+                &mut self.requests,
+                "VolumeResourceRequirements.requests",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VolumeStatus {
+    fn empty() -> Self {
+        Self {
+            image: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VolumeStatus {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::api::core::v1::ImageVolumeStatus, _>(
+                &mut self.image,
+                "VolumeStatus.image",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    fn empty() -> Self {
+        Self {
+            volume_path: Empty::empty(),
+            fs_type: Empty::empty(),
+            storage_policy_name: Empty::empty(),
+            storage_policy_id: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.volume_path,
+                "VsphereVirtualDiskVolumeSource.volumePath",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.fs_type,
+                "VsphereVirtualDiskVolumeSource.fsType",
+                wire,
+                r,
+                true,
+            ),
+            3 => decode::string(
+                &mut self.storage_policy_name,
+                "VsphereVirtualDiskVolumeSource.storagePolicyName",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::string(
+                &mut self.storage_policy_id,
+                "VsphereVirtualDiskVolumeSource.storagePolicyID",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    fn empty() -> Self {
+        Self {
+            weight: Empty::empty(),
+            pod_affinity_term: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(
+                &mut self.weight,
+                "WeightedPodAffinityTerm.weight",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::message::<k8s_openapi::api::core::v1::PodAffinityTerm, _>(
+                &mut self.pod_affinity_term,
+                "WeightedPodAffinityTerm.podAffinityTerm",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    fn empty() -> Self {
+        Self {
+            gmsa_credential_spec_name: Empty::empty(),
+            gmsa_credential_spec: Empty::empty(),
+            run_as_user_name: Empty::empty(),
+            host_process: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.gmsa_credential_spec_name,
+                "WindowsSecurityContextOptions.gmsaCredentialSpecName",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.gmsa_credential_spec,
+                "WindowsSecurityContextOptions.gmsaCredentialSpec",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::string(
+                &mut self.run_as_user_name,
+                "WindowsSecurityContextOptions.runAsUserName",
+                wire,
+                r,
+                false,
+            ),
+            4 => decode::bool(
+                &mut self.host_process,
+                "WindowsSecurityContextOptions.hostProcess",
+                wire,
+                r,
+                false,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::events::v1::Event {
+    fn empty() -> Self {
+        Self {
+            metadata: Empty::empty(),
+            event_time: Empty::empty(),
+            series: Empty::empty(),
+            reporting_controller: Empty::empty(),
+            reporting_instance: Empty::empty(),
+            action: Empty::empty(),
+            reason: Empty::empty(),
+            regarding: Empty::empty(),
+            related: Empty::empty(),
+            note: Empty::empty(),
+            type_: Empty::empty(),
+            deprecated_source: Empty::empty(),
+            deprecated_first_timestamp: Empty::empty(),
+            deprecated_last_timestamp: Empty::empty(),
+            deprecated_count: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::events::v1::Event {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::message::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, _>(
+                &mut self.metadata,
+                "Event.metadata",
+                wire,
+                r,
+            ),
+            2 => decode::micro_time(&mut self.event_time, "Event.eventTime", wire, r),
+            3 => decode::message::<k8s_openapi::api::events::v1::EventSeries, _>(
+                &mut self.series,
+                "Event.series",
+                wire,
+                r,
+            ),
+            4 => decode::string(
+                &mut self.reporting_controller,
+                "Event.reportingController",
+                wire,
+                r,
+                true,
+            ),
+            5 => decode::string(
+                &mut self.reporting_instance,
+                "Event.reportingInstance",
+                wire,
+                r,
+                true,
+            ),
+            6 => decode::string(&mut self.action, "Event.action", wire, r, true),
+            7 => decode::string(&mut self.reason, "Event.reason", wire, r, true),
+            8 => decode::message::<k8s_openapi::api::core::v1::ObjectReference, _>(
+                &mut self.regarding,
+                "Event.regarding",
+                wire,
+                r,
+            ),
+            9 => decode::message::<k8s_openapi::api::core::v1::ObjectReference, _>(
+                &mut self.related,
+                "Event.related",
+                wire,
+                r,
+            ),
+            10 => decode::string(&mut self.note, "Event.note", wire, r, true),
+            11 => decode::string(&mut self.type_, "Event.type", wire, r, true),
+            12 => decode::message::<k8s_openapi::api::core::v1::EventSource, _>(
+                &mut self.deprecated_source,
+                "Event.deprecatedSource",
+                wire,
+                r,
+            ),
+            13 => decode::time(
+                &mut self.deprecated_first_timestamp,
+                "Event.deprecatedFirstTimestamp",
+                wire,
+                r,
+            ),
+            14 => decode::time(
+                &mut self.deprecated_last_timestamp,
+                "Event.deprecatedLastTimestamp",
+                wire,
+                r,
+            ),
+            15 => decode::int32(
+                &mut self.deprecated_count,
+                "Event.deprecatedCount",
+                wire,
+                r,
+                true,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::api::events::v1::EventSeries {
+    fn empty() -> Self {
+        Self {
+            count: Empty::empty(),
+            last_observed_time: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::api::events::v1::EventSeries {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::int32(&mut self.count, "EventSeries.count", wire, r, false),
+            2 => decode::micro_time(
+                &mut self.last_observed_time,
+                "EventSeries.lastObservedTime",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    fn empty() -> Self {
+        Self {
+            type_: Empty::empty(),
+            status: Empty::empty(),
+            observed_generation: Empty::empty(),
+            last_transition_time: Empty::empty(),
+            reason: Empty::empty(),
+            message: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(&mut self.type_, "Condition.type", wire, r, false),
+            2 => decode::string(&mut self.status, "Condition.status", wire, r, false),
+            3 => decode::int64(
+                &mut self.observed_generation,
+                "Condition.observedGeneration",
+                wire,
+                r,
+                true,
+            ),
+            4 => decode::time(
+                &mut self.last_transition_time,
+                "Condition.lastTransitionTime",
+                wire,
+                r,
+            ),
+            5 => decode::string(&mut self.reason, "Condition.reason", wire, r, false),
+            6 => decode::string(&mut self.message, "Condition.message", wire, r, false),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    fn empty() -> Self {
+        Self {
+            match_labels: Empty::empty(),
+            match_expressions: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::map_string(&mut self.match_labels, "LabelSelector.matchLabels", wire, r),
+            2 => decode::repeated_message::<
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement,
+                _,
+            >(
+                &mut self.match_expressions,
+                "LabelSelector.matchExpressions",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+    fn empty() -> Self {
+        Self {
+            key: Empty::empty(),
+            operator: Empty::empty(),
+            values: Empty::empty(),
+        }
+    }
+}
+
+impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+    fn merge_field(
+        &mut self,
+        field: u32,
+        wire: WireType,
+        r: &mut Reader<'_>,
+    ) -> Result<(), DecodeError> {
+        match field {
+            1 => decode::string(
+                &mut self.key,
+                "LabelSelectorRequirement.key",
+                wire,
+                r,
+                false,
+            ),
+            2 => decode::string(
+                &mut self.operator,
+                "LabelSelectorRequirement.operator",
+                wire,
+                r,
+                false,
+            ),
+            3 => decode::repeated_string(
+                &mut self.values,
+                "LabelSelectorRequirement.values",
+                wire,
+                r,
+            ),
+            _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    fn empty() -> Self {
+        Self {
+            manager: Empty::empty(),
+            operation: Empty::empty(),
+            api_version: Empty::empty(),
+            time: Empty::empty(),
+            fields_type: Empty::empty(),
+            fields_v1: Empty::empty(),
+            subresource: Empty::empty(),
         }
     }
 }
@@ -167,6 +7963,28 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
                 true,
             ),
             _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    fn empty() -> Self {
+        Self {
+            name: Empty::empty(),
+            generate_name: Empty::empty(),
+            namespace: Empty::empty(),
+            self_link: Empty::empty(),
+            uid: Empty::empty(),
+            resource_version: Empty::empty(),
+            generation: Empty::empty(),
+            creation_timestamp: Empty::empty(),
+            deletion_timestamp: Empty::empty(),
+            deletion_grace_period_seconds: Empty::empty(),
+            labels: Empty::empty(),
+            annotations: Empty::empty(),
+            owner_references: Empty::empty(),
+            finalizers: Empty::empty(),
+            managed_fields: Empty::empty(),
         }
     }
 }
@@ -239,6 +8057,19 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 r,
             ),
             _ => r.skip(wire),
+        }
+    }
+}
+
+impl Empty for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    fn empty() -> Self {
+        Self {
+            api_version: Empty::empty(),
+            kind: Empty::empty(),
+            name: Empty::empty(),
+            uid: Empty::empty(),
+            controller: Empty::empty(),
+            block_owner_deletion: Empty::empty(),
         }
     }
 }

@@ -1,21 +1,26 @@
 //! e2e: objects read from a real kube-apiserver (crates/dev/testenv) as protobuf decode
 //! to exactly the struct the same object read as JSON gives: every field the Go side
 //! writes (empty strings and zeros included, managedFields with its JSON inside, micro
-//! times, bytes), for each generated type. A decoder that kept an empty Go string where
-//! JSON has none, dropped a field, or read a time differently fails here.
+//! times, bytes, IntOrString ports, quantities, conditions), for each generated root
+//! type. A decoder that kept an empty Go string where JSON has none, dropped a field, or
+//! read a time differently fails here.
 
 use std::collections::BTreeMap;
 
 use http_body_util::BodyExt;
 use k8s_openapi::ByteString;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Pod, Secret, Service};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use protowire::{MediaType, Message};
 use serde::de::DeserializeOwned;
-use testenv::TestEnv;
+use testenv::{Check, TestEnv, wait_for};
 
 /// GET `path` with `accept`; the answer's Content-Type and body.
 async fn get(client: &kube::Client, path: &str, accept: &str) -> anyhow::Result<(String, Vec<u8>)> {
@@ -38,24 +43,34 @@ async fn get(client: &kube::Client, path: &str, accept: &str) -> anyhow::Result<
     Ok((content_type, body))
 }
 
-/// The object at `path` read over both wires: (from JSON, from protobuf).
-async fn both_wires<T: Message + DeserializeOwned>(
-    client: &kube::Client,
-    path: &str,
-) -> anyhow::Result<(T, T)> {
-    let (json_type, json) = get(client, path, "application/json").await?;
-    assert_eq!(protowire::media_type(Some(&json_type)), MediaType::Json);
-    let from_json: T = serde_json::from_slice(&json)?;
+/// The object at `path` read over both wires: (from JSON, from protobuf), read again
+/// (up to 10 times) while the two reads saw different resourceVersions: the controllers
+/// and kwok keep writing the workloads' status.
+async fn both_wires<T>(client: &kube::Client, path: &str) -> anyhow::Result<(T, T)>
+where
+    T: Message + DeserializeOwned + k8s_openapi::Metadata<Ty = ObjectMeta>,
+{
+    let mut attempt = 0;
+    loop {
+        let (json_type, json) = get(client, path, "application/json").await?;
+        assert_eq!(protowire::media_type(Some(&json_type)), MediaType::Json);
+        let from_json: T = serde_json::from_slice(&json)?;
 
-    let (proto_type, proto) = get(client, path, protowire::ACCEPT).await?;
-    assert_eq!(
-        protowire::media_type(Some(&proto_type)),
-        MediaType::Protobuf,
-        "{path} answered {proto_type}"
-    );
-    let unknown = protowire::envelope::decode(&proto)?;
-    let from_proto: T = protowire::decode(unknown.raw)?;
-    Ok((from_json, from_proto))
+        let (proto_type, proto) = get(client, path, protowire::ACCEPT).await?;
+        assert_eq!(
+            protowire::media_type(Some(&proto_type)),
+            MediaType::Protobuf,
+            "{path} answered {proto_type}"
+        );
+        let unknown = protowire::envelope::decode(&proto)?;
+        let from_proto: T = protowire::decode(unknown.raw)?;
+        attempt += 1;
+        if from_json.metadata().resource_version == from_proto.metadata().resource_version
+            || attempt == 10
+        {
+            return Ok((from_json, from_proto));
+        }
+    }
 }
 
 /// An owner reference to `owner`, which exists (so the garbage collector leaves the
@@ -179,5 +194,115 @@ async fn config_maps_secrets_and_leases_decode_as_their_json_does() -> anyhow::R
         json.spec.as_ref().and_then(|s| s.lease_transitions),
         Some(0)
     );
+    Ok(())
+}
+
+/// A Deployment with resources, probes, a rolling update with IntOrString values and an
+/// env var from a field; a Service with a named target port. Waits until its Pod runs
+/// (kwok) and the controllers wrote Events, then compares the Deployment (status and
+/// conditions included), the Service (cluster IP assigned), the Pod (spec defaulted by
+/// the server, status from kwok) and every Event of both APIs.
+#[tokio::test]
+async fn workloads_and_events_decode_as_their_json_does() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("protowire-workloads").await?;
+    let ns = env.namespace();
+    let client = env.client().clone();
+
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{
+                    "name": "nginx",
+                    "image": "nginx:1.22",
+                    "ports": [{"name": "http", "containerPort": 80}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/", "port": "http"}},
+                    "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+                }]}
+            }
+        }
+    }))?;
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    let service: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 8080, "targetPort": "http"}]}
+    }))?;
+    Api::<Service>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &service)
+        .await?;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod = wait_for(
+        "the Deployment's Pod running",
+        Duration::from_secs(90),
+        || async {
+            let list = pods.list(&ListParams::default()).await?;
+            let running = list
+                .items
+                .into_iter()
+                .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            Ok::<_, kube::Error>(match running {
+                Some(pod) => Check::Ready(pod),
+                None => Check::Pending("no Running Pod".into()),
+            })
+        },
+    )
+    .await?;
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let names = wait_for(
+        "Events about the Deployment",
+        Duration::from_secs(60),
+        || async {
+            let list = events.list(&ListParams::default()).await?;
+            let names: Vec<String> = list
+                .items
+                .iter()
+                .filter_map(|e| e.metadata.name.clone())
+                .collect();
+            Ok::<_, kube::Error>(Check::ready_if(
+                !names.is_empty(),
+                names.clone(),
+                format!("{names:?}"),
+            ))
+        },
+    )
+    .await?;
+
+    let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
+    let (json, proto) = both_wires::<Deployment>(&client, &path).await?;
+    assert_eq!(proto, json, "{path}");
+    assert!(
+        json.status.is_some_and(|s| s.conditions.is_some()),
+        "no conditions"
+    );
+
+    let path = format!("/api/v1/namespaces/{ns}/services/web");
+    let (json, proto) = both_wires::<Service>(&client, &path).await?;
+    assert_eq!(proto, json, "{path}");
+    assert!(
+        json.spec.is_some_and(|s| s.cluster_ip.is_some()),
+        "no cluster IP"
+    );
+
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
+    let (json, proto) = both_wires::<Pod>(&client, &path).await?;
+    assert_eq!(proto, json, "{path}");
+
+    for name in &names {
+        let path = format!("/apis/events.k8s.io/v1/namespaces/{ns}/events/{name}");
+        let (json, proto) = both_wires::<Event>(&client, &path).await?;
+        assert_eq!(proto, json, "{path}");
+        let path = format!("/api/v1/namespaces/{ns}/events/{name}");
+        let (json, proto) = both_wires::<CoreEvent>(&client, &path).await?;
+        assert_eq!(proto, json, "{path}");
+    }
     Ok(())
 }
