@@ -76,6 +76,19 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	// The registry's table (protowire's registry.rs): the roots, the types an informer
+	// lists and watches.
+	b.WriteString("\n/// The types [`crate::registry::decoder`] knows: the roots.\n")
+	b.WriteString("pub(crate) fn roots() -> Vec<(std::any::TypeId, Box<dyn std::any::Any + Send + Sync>)> {\n    vec![\n")
+	var rootPaths []string
+	for _, r := range roots {
+		rootPaths = append(rootPaths, rustPath(reflect.TypeOf(r)))
+	}
+	sort.Strings(rootPaths)
+	for _, p := range rootPaths {
+		fmt.Fprintf(&b, "        crate::registry::entry::<%s>(),\n", p)
+	}
+	b.WriteString("    ]\n}\n")
 	os.Stdout.WriteString(b.String())
 }
 
@@ -242,6 +255,10 @@ func (g *generator) arms(owner, t reflect.Type, indent string) (string, error) {
 		call, err := g.fieldCall(t, f, tag, jsonName, omitEmpty)
 		if err != nil {
 			return "", err
+		}
+		if t == reflect.TypeOf(metav1.ObjectMeta{}) && jsonName == "managedFields" {
+			// Skipped unparsed when the reader says so (strip_managed_fields).
+			call = "if r.skips_managed_fields() { r.skip(wire) } else { " + call + " }"
 		}
 		arms = append(arms, arm{tag.number, call})
 	}

@@ -8,7 +8,8 @@
 //! with a [`kube::Client`]: lists through the [`pager`], which asks for the next page
 //! before decoding the current one, and watches through [`watch_stream`], which
 //! decodes the event lines where they arrived. Both can leave `managedFields` out of
-//! what they decode ([`ApiListerWatcher::strip_managed_fields`]).
+//! what they decode ([`ApiListerWatcher::strip_managed_fields`]). Built-in types are
+//! asked for as protobuf, as client-go's informers do ([`protobuf`], [`Wire`]).
 
 use std::fmt;
 
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 pub mod json_scan;
 pub mod pager;
+pub mod protobuf;
 pub mod sharded;
 pub mod watch_stream;
 use pager::Pager;
@@ -88,6 +90,36 @@ pub trait ListerWatcher<K>: Send + Sync {
     }
 }
 
+/// What a lister-watcher asks the API server for: client-go's `rest.Config.ContentType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wire {
+    /// Protobuf for the types that have a decoder ([`protowire::registry`]: the
+    /// built-in types the controllers use), JSON for the rest (custom resources have
+    /// no protobuf). client-go's default for its typed clients and informers.
+    #[default]
+    Protobuf,
+    /// JSON for everything (client-go: `ContentType = "application/json"`).
+    Json,
+}
+
+impl Wire {
+    /// The name used in logs and on the pipeline page: `protobuf` or `json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Protobuf => "protobuf",
+            Self::Json => "json",
+        }
+    }
+
+    /// The decoder to ask for protobuf with, if this wire and `K` allow it.
+    fn decoder<K: 'static>(self) -> Option<protowire::registry::DecodeFn<K>> {
+        match self {
+            Self::Protobuf => protowire::registry::decoder::<K>(),
+            Self::Json => None,
+        }
+    }
+}
+
 /// A [`ListerWatcher`] over a [`kube::Api`], with optional label and field selectors:
 /// client-go's `NewFilteredListWatchFromClient`.
 pub struct ApiListerWatcher<K> {
@@ -97,6 +129,8 @@ pub struct ApiListerWatcher<K> {
     label_selector: Option<String>,
     field_selector: Option<String>,
     strip_managed_fields: bool,
+    /// Protobuf or JSON (see [`Self::wire`]).
+    wire: Wire,
     /// Only the objects of a shard (see [`Self::shard`]).
     shard: Option<ShardState>,
 }
@@ -107,6 +141,7 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("wire", &self.wire)
             .field("shard", &self.shard.as_ref().map(|s| &s.filter))
             .finish_non_exhaustive()
     }
@@ -121,8 +156,17 @@ impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
             label_selector: None,
             field_selector: None,
             strip_managed_fields: false,
+            wire: Wire::default(),
             shard: None,
         }
+    }
+
+    /// Protobuf (the default, for the types that have a decoder) or JSON: client-go's
+    /// `rest.Config.ContentType`. Whatever is asked, the answer's `Content-Type`
+    /// decides how it is read.
+    pub fn wire(mut self, wire: Wire) -> Self {
+        self.wire = wire;
+        self
     }
 
     /// Only the objects whose hash is in the ranges of `filter` (a sharded
@@ -198,7 +242,12 @@ where
             // With strip_managed_fields, the pager leaves them out of every item.
             let list = self
                 .pager
-                .list::<K>(&params, self.strip_managed_fields, selector.as_deref())
+                .list::<K>(
+                    &params,
+                    self.strip_managed_fields,
+                    selector.as_deref(),
+                    self.wire.decoder::<K>(),
+                )
                 .await?;
             let items = match &shard {
                 Some((state, generation, ranges)) => {
@@ -241,6 +290,7 @@ where
         let strip = self.strip_managed_fields;
         let client = self.api.clone().into_client();
         let initial = options.send_initial_events;
+        let protobuf = self.wire.decoder::<K>();
         async move {
             let mut request = request?;
             let shard = match &self.shard {
@@ -265,14 +315,24 @@ where
                 None => None,
             };
             request.extensions_mut().insert("watch");
-            // One event per line, uncompressed (as kube asks for watches).
+            // One event per line (or frame), uncompressed (as kube asks for watches).
             request.headers_mut().insert(
                 http::header::ACCEPT_ENCODING,
                 http::HeaderValue::from_static("identity"),
             );
+            if protobuf.is_some() {
+                request.headers_mut().insert(
+                    http::header::ACCEPT,
+                    http::HeaderValue::from_static(protowire::ACCEPT),
+                );
+            }
             let response = client.send(request.map(kube::client::Body::from)).await?;
+            let is_protobuf = protobuf::is_protobuf(response.headers());
             let body = pager::check_status(response).await?;
-            let events = watch_stream::events::<K, _>(body, strip);
+            let events = match protobuf.filter(|_| is_protobuf) {
+                Some(decode) => protobuf::events::<K, _>(body, decode, strip),
+                None => watch_stream::events::<K, _>(body, strip),
+            };
             Ok(match shard {
                 Some((state, initial, ranges)) => state.filter_stream(ranges, initial, events),
                 None => events,

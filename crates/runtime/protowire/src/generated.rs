@@ -8047,15 +8047,21 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 r,
             ),
             14 => decode::repeated_string(&mut self.finalizers, "ObjectMeta.finalizers", wire, r),
-            17 => decode::repeated_message::<
-                k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
-                _,
-            >(
-                &mut self.managed_fields,
-                "ObjectMeta.managedFields",
-                wire,
-                r,
-            ),
+            17 => {
+                if r.skips_managed_fields() {
+                    r.skip(wire)
+                } else {
+                    decode::repeated_message::<
+                        k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+                        _,
+                    >(
+                        &mut self.managed_fields,
+                        "ObjectMeta.managedFields",
+                        wire,
+                        r,
+                    )
+                }
+            }
             _ => r.skip(wire),
         }
     }
@@ -8109,4 +8115,18 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference 
             _ => r.skip(wire),
         }
     }
+}
+
+/// The types [`crate::registry::decoder`] knows: the roots.
+pub(crate) fn roots() -> Vec<(std::any::TypeId, Box<dyn std::any::Any + Send + Sync>)> {
+    vec![
+        crate::registry::entry::<k8s_openapi::api::apps::v1::Deployment>(),
+        crate::registry::entry::<k8s_openapi::api::coordination::v1::Lease>(),
+        crate::registry::entry::<k8s_openapi::api::core::v1::ConfigMap>(),
+        crate::registry::entry::<k8s_openapi::api::core::v1::Event>(),
+        crate::registry::entry::<k8s_openapi::api::core::v1::Pod>(),
+        crate::registry::entry::<k8s_openapi::api::core::v1::Secret>(),
+        crate::registry::entry::<k8s_openapi::api::core::v1::Service>(),
+        crate::registry::entry::<k8s_openapi::api::events::v1::Event>(),
+    ]
 }

@@ -43,7 +43,9 @@ pub mod decode;
 pub mod envelope;
 pub mod frame;
 pub mod generated;
+pub mod list;
 pub mod meta;
+pub mod registry;
 pub mod watch;
 pub mod wire;
 

@@ -127,6 +127,8 @@ pub struct Reader<'a> {
     pos: usize,
     /// Offset of `buf[0]` in the outermost message, for error messages.
     base: usize,
+    /// Whether decoders skip `metadata.managedFields` (passed on to embedded messages).
+    skip_managed_fields: bool,
 }
 
 /// The largest field number protobuf allows.
@@ -139,7 +141,22 @@ impl<'a> Reader<'a> {
             buf,
             pos: 0,
             base: 0,
+            skip_managed_fields: false,
         }
+    }
+
+    /// This reader, telling the object decoders to skip `metadata.managedFields`
+    /// (without parsing it: the entries are length-delimited, so skipping costs one
+    /// varint each), as the informers' `strip_managed_fields` asks. Embedded messages
+    /// inherit it.
+    pub fn skipping_managed_fields(mut self, skip: bool) -> Self {
+        self.skip_managed_fields = skip;
+        self
+    }
+
+    /// Whether [`skipping_managed_fields`](Self::skipping_managed_fields) is on.
+    pub fn skips_managed_fields(&self) -> bool {
+        self.skip_managed_fields
     }
 
     /// Whether every byte has been read.
@@ -239,6 +256,7 @@ impl<'a> Reader<'a> {
             buf: bytes,
             pos: 0,
             base: len_offset + header,
+            skip_managed_fields: self.skip_managed_fields,
         })
     }
 

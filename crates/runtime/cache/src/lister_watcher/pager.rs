@@ -32,6 +32,7 @@ use kube::api::ListParams;
 use kube::core::{ListMeta, ObjectList, Request, Status};
 use kube::{Client, Resource};
 use parking_lot::Mutex;
+use protowire::registry::DecodeFn;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::json_scan::{self, next_value, skip_ws};
@@ -44,11 +45,14 @@ pub(crate) struct Pager {
     ahead: Mutex<Option<ReadAhead>>,
 }
 
+/// A response body, and whether its `Content-Type` said protobuf.
+type Answer = (Bytes, bool);
+
 /// A request for the next page, already sent.
 struct ReadAhead {
     /// The request's URI, which a later `list` must match exactly to use it.
     uri: String,
-    response: JoinHandle<Result<Bytes, kube::Error>>,
+    response: JoinHandle<Result<Answer, kube::Error>>,
 }
 
 impl Drop for ReadAhead {
@@ -75,16 +79,22 @@ impl Pager {
     ///
     /// `shard_selector` is sent as the `shardSelector` parameter (KEP-5866) on this
     /// page and the read-ahead of the next.
+    ///
+    /// With a `protobuf` decoder, the pages are asked for as protobuf first (JSON if the
+    /// server prefers it); the answer's `Content-Type` decides how each is read
+    /// ([`protobuf`](super::protobuf)).
     pub(crate) async fn list<K: Resource + DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
         strip_managed_fields: bool,
         shard_selector: Option<&str>,
+        protobuf: Option<DecodeFn<K>>,
     ) -> Result<ObjectList<K>, kube::Error> {
-        let request = self.build(params, shard_selector)?;
+        let accept_protobuf = protobuf.is_some();
+        let request = self.build(params, shard_selector, accept_protobuf)?;
         let uri = request.uri().to_string();
         let ahead = self.ahead.lock().take();
-        let body = match ahead {
+        let (body, is_protobuf) = match ahead {
             Some(mut ahead) if ahead.uri == uri => {
                 let response = (&mut ahead.response).await;
                 response.map_err(|e| kube::Error::Service(Box::new(e)))??
@@ -92,28 +102,43 @@ impl Pager {
             // A mismatch drops (aborts) the read-ahead.
             _ => fetch(self.client.clone(), request).await?,
         };
-        if let Some(token) = continue_token(&body) {
+        let token = if is_protobuf {
+            super::protobuf::continue_token(&body)
+        } else {
+            continue_token(&body)
+        };
+        if let Some(token) = token {
             let mut next = params.clone();
             next.continue_token = Some(token);
             // A continued list carries no version match (the token holds the version).
             next.version_match = None;
-            let request = self.build(&next, shard_selector)?;
+            let request = self.build(&next, shard_selector, accept_protobuf)?;
             let uri = request.uri().to_string();
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
         }
-        decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError)
+        match protobuf.filter(|_| is_protobuf) {
+            Some(decode) => super::protobuf::page(&body, decode, strip_managed_fields),
+            None => decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError),
+        }
     }
 
     fn build(
         &self,
         params: &ListParams,
         shard_selector: Option<&str>,
+        accept_protobuf: bool,
     ) -> Result<http::Request<Vec<u8>>, kube::Error> {
         let mut request = self
             .request
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
+        if accept_protobuf {
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(protowire::ACCEPT),
+            );
+        }
         if let Some(selector) = shard_selector {
             super::sharded::append_query(
                 &mut request,
@@ -128,10 +153,11 @@ impl Pager {
 
 /// Sends `request` and reads the whole response body. A non-2xx answer becomes
 /// `kube::Error::Api` with the server's `Status`, as `kube::Api` reports it.
-async fn fetch(client: Client, request: http::Request<Vec<u8>>) -> Result<Bytes, kube::Error> {
+async fn fetch(client: Client, request: http::Request<Vec<u8>>) -> Result<Answer, kube::Error> {
     let response = client.send(request.map(kube::client::Body::from)).await?;
+    let is_protobuf = super::protobuf::is_protobuf(response.headers());
     let body = check_status(response).await?;
-    Ok(body.collect().await?.to_bytes())
+    Ok((body.collect().await?.to_bytes(), is_protobuf))
 }
 
 /// The body of a successful response; a non-2xx answer becomes `kube::Error::Api`
@@ -144,8 +170,14 @@ pub(crate) async fn check_status(
     if !status.is_client_error() && !status.is_server_error() {
         return Ok(response.into_body());
     }
+    let is_protobuf = super::protobuf::is_protobuf(response.headers());
     let body = response.into_body().collect().await?.to_bytes();
-    let status = serde_json::from_slice::<Status>(&body).unwrap_or_else(|_| {
+    let decoded = if is_protobuf {
+        super::protobuf::status(&body)
+    } else {
+        serde_json::from_slice::<Status>(&body).ok()
+    };
+    let status = decoded.unwrap_or_else(|| {
         let text = String::from_utf8_lossy(&body);
         Status::failure(text.trim(), "Failed to parse error data").with_code(status.as_u16())
     });

@@ -199,7 +199,7 @@ where
 /// Whether a body error is the end of a watch rather than a failure: the connection
 /// closed mid-chunk (TLS and HTTP nest an `UnexpectedEof`) or the client's read
 /// timeout fired. `kube`'s watch treats both the same way.
-fn ends_quietly(error: &(dyn std::error::Error + 'static)) -> bool {
+pub(super) fn ends_quietly(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(error);
     // Bounded, in case a custom `source` chain loops.
     for _ in 0..16 {
