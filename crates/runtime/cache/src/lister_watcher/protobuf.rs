@@ -10,14 +10,14 @@
 //! gives (`crates/runtime/protowire/tests/e2e_decode.rs` checks it against a real API
 //! server), so nothing above the lister-watcher can tell the wires apart.
 //!
-//! * A list is one envelope around `XList{metadata, items}` ([`page`]); its continue
-//!   token is read from the head before the items are decoded ([`continue_token`]), as
+//! * A list is one envelope around `XList{metadata, items}` (`page`); its continue
+//!   token is read from the head before the items are decoded (`continue_token`), as
 //!   on the JSON path, for the pager's read-ahead.
 //! * A watch is a stream of length-delimited frames, each a `WatchEvent` whose object is
-//!   an envelope ([`events`]). A frame cut by an HTTP chunk is buffered until whole; a
+//!   an envelope (`events`). A frame cut by an HTTP chunk is buffered until whole; a
 //!   frame longer than [`protowire::frame::DEFAULT_MAX_FRAME`] or one that does not
 //!   decode is an error the reflector recovers from (it watches again), never a panic.
-//! * An error answer is a protobuf `Status` ([`status`]), read into kube's `Status` so a
+//! * An error answer is a protobuf `Status` (`status`), read into kube's `Status` so a
 //!   410 is a 410 on either wire.
 //! * With `strip_managed_fields`, `metadata.managedFields` is skipped without being
 //!   parsed (its entries are length-delimited).
