@@ -234,7 +234,29 @@ impl Gate {
 /// Completes when the sync must stop: its pass was revoked, or the deadline passed
 /// without a renewal. Checked first on every poll of the sync (the pass's select is
 /// biased), so a process that wakes past its deadline stops before another request.
-async fn revocation(cancel: CancellationToken, mut valid_until: watch::Receiver<Instant>) {
+///
+/// The clock and the cancellation are read on *every* poll, not only when a timer or
+/// the channel wakes this future: after a freeze (SIGSTOP, a VM paused) the task is
+/// often woken by the sync's own I/O before the runtime has fired the deadline's timer,
+/// and the coordinator may not have run yet either. Found by the sharding e2e test in a
+/// cold run: a replica frozen mid-sync past its lease finished the sync as "synced"
+/// while its successor had synced the same key (docs/reliability.md, finding 11).
+fn revocation(
+    cancel: CancellationToken,
+    valid_until: watch::Receiver<Instant>,
+) -> impl std::future::Future<Output = ()> + Send {
+    let (now_cancel, now_until) = (cancel.clone(), valid_until.clone());
+    let mut wait = Box::pin(wait_revoked(cancel, valid_until));
+    std::future::poll_fn(move |cx| {
+        if now_cancel.is_cancelled() || Instant::now() >= *now_until.borrow() {
+            return std::task::Poll::Ready(());
+        }
+        wait.as_mut().poll(cx)
+    })
+}
+
+/// Waits (registering the wake-ups) until the pass is cancelled or its deadline passes.
+async fn wait_revoked(cancel: CancellationToken, mut valid_until: watch::Receiver<Instant>) {
     loop {
         let until = *valid_until.borrow_and_update();
         if Instant::now() >= until {
@@ -482,6 +504,22 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_secs(5));
         assert_eq!(sync.await.unwrap(), None, "abandoned, not finished");
         assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_parked_pass_is_revoked_on_its_first_poll_after_a_freeze() {
+        let cancel = CancellationToken::new();
+        let (_valid, until) = watch::channel(Instant::now() + Duration::from_millis(50));
+        let mut revoked = Box::pin(revocation(cancel, until));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(revoked.as_mut().poll(&mut cx).is_pending());
+        // A freeze: the clock moves past the deadline while the runtime does not run, so
+        // no timer has fired when the task is polled again (woken by its sync's I/O).
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            revoked.as_mut().poll(&mut cx).is_ready(),
+            "a pass past its deadline must stop the sync on the first poll"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -258,7 +258,7 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
             .all(|e| e.contains("not yet garbage collected"));
     if after.is_none() && only_gc {
         let what = format!(
-            "kube-controller-manager restarted: {} Deployments of deleted Foos not garbage collected {}s after the last fault",
+            "kube-controller-manager restarted: {} objects of deleted Foos and MyWebs not garbage collected {}s after the last fault",
             findings.environment.len(),
             first.as_secs()
         );
