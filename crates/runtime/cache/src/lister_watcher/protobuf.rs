@@ -22,13 +22,11 @@
 //! * With `strip_managed_fields`, `metadata.managedFields` is skipped without being
 //!   parsed (its entries are length-delimited).
 
-use std::collections::VecDeque;
 use std::io;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use http_body::Body;
-use http_body_util::BodyExt;
 use kube::api::WatchEvent;
 use kube::core::watch::{Bookmark, BookmarkMeta};
 use kube::core::{ListMeta, ObjectList, Status, TypeMeta};
@@ -37,6 +35,7 @@ use protowire::registry::DecodeFn;
 use protowire::{DecodeError, FrameReader, Reader};
 
 use super::WatchStream;
+use super::watch_stream::{self, Decoded, EventDecoder};
 
 /// A protobuf decoding error as the lister-watcher reports errors: the reflector backs
 /// off and lists or watches again.
@@ -113,14 +112,11 @@ pub(crate) fn page<K: Resource + Clone>(
     })
 }
 
-/// Watch events decoded from a protobuf watch body. See the module docs.
-struct Frames<K, B> {
-    body: B,
+/// Protobuf watch frames: see the module docs. [`watch_stream::stream`] reads the body.
+struct Frames<K> {
     frames: FrameReader,
     decode: DecodeFn<K>,
     strip_managed_fields: bool,
-    decoded: VecDeque<Result<WatchEvent<K>, kube::Error>>,
-    ended: bool,
 }
 
 /// The events of a protobuf watch response whose status was a success.
@@ -135,25 +131,11 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let frames = Frames {
-        body,
         frames: FrameReader::default(),
         decode,
         strip_managed_fields,
-        decoded: VecDeque::new(),
-        ended: false,
     };
-    futures::stream::unfold(frames, |mut frames| async move {
-        loop {
-            if let Some(event) = frames.decoded.pop_front() {
-                return Some((event, frames));
-            }
-            if frames.ended {
-                return None;
-            }
-            frames.read_more().await;
-        }
-    })
-    .boxed()
+    watch_stream::stream(body, frames)
 }
 
 /// The events [`events`] makes of a protobuf watch body that arrives in exactly these
@@ -169,61 +151,32 @@ pub fn decode_chunks<K>(
 where
     K: Resource + Send + 'static,
 {
-    let frames: Vec<Result<http_body::Frame<Bytes>, io::Error>> = chunks
-        .iter()
-        .map(|chunk| Ok(http_body::Frame::data(Bytes::copy_from_slice(chunk))))
-        .collect();
-    let body = http_body_util::StreamBody::new(futures::stream::iter(frames));
+    let body = watch_stream::in_memory(chunks);
     futures::executor::block_on(events::<K, _>(body, decode, strip_managed_fields).collect())
 }
 
-impl<K, B> Frames<K, B>
-where
-    K: Resource,
-    B: Body<Data = Bytes> + Unpin,
-    B::Error: std::error::Error + Send + Sync + 'static,
-{
-    async fn read_more(&mut self) {
-        match self.body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    self.frames.extend(&data);
-                    self.drain();
-                }
-            }
-            Some(Err(e)) => {
-                self.ended = true;
-                if super::watch_stream::ends_quietly(&e) {
-                    tracing::debug!(error = %e, "watch connection ended");
-                } else {
-                    self.decoded
-                        .push_back(Err(kube::Error::ReadEvents(io::Error::other(e))));
-                }
-            }
-            // A frame cut by the end of the connection is dropped, as a cut JSON line is.
-            None => self.ended = true,
-        }
-    }
-
+impl<K: Resource + Send + 'static> EventDecoder<K> for Frames<K> {
     /// Decodes every whole frame buffered. A framing error (a length over the limit)
     /// ends the stream: nothing after it can be trusted to be a frame boundary.
-    fn drain(&mut self) {
+    fn push(&mut self, data: &[u8], out: &mut Decoded<K>) -> bool {
+        self.frames.extend(data);
         loop {
             match self.frames.next_frame() {
-                Ok(Some(frame)) => {
-                    let event = self.event(&frame);
-                    self.decoded.push_back(event);
-                }
-                Ok(None) => return,
+                Ok(Some(frame)) => out.push_back(self.event(&frame)),
+                Ok(None) => return true,
                 Err(e) => {
-                    self.decoded.push_back(Err(error(e)));
-                    self.ended = true;
-                    return;
+                    out.push_back(Err(error(e)));
+                    return false;
                 }
             }
         }
     }
 
+    /// A frame cut by the end of the connection is dropped, as a cut JSON line is.
+    fn end(&mut self, _out: &mut Decoded<K>) {}
+}
+
+impl<K: Resource> Frames<K> {
     fn event(&self, frame: &[u8]) -> Result<WatchEvent<K>, kube::Error> {
         let event = protowire::watch::decode(frame).map_err(error)?;
         let object = || {

@@ -35,17 +35,97 @@ use serde::de::DeserializeOwned;
 
 use super::{WatchStream, json_scan};
 
-/// Watch events decoded from a response body. See the module docs.
-struct Lines<K, B> {
+/// Events decoded so far, not yet handed out.
+pub(super) type Decoded<K> = VecDeque<Result<WatchEvent<K>, kube::Error>>;
+
+/// How one wire turns a watch body's bytes into events: JSON lines here, protobuf
+/// frames in [`protobuf`](super::protobuf). [`stream`] reads the body for both.
+pub(super) trait EventDecoder<K>: Send + 'static {
+    /// Decodes the events `data` completes into `out`. `false`: the stream cannot go
+    /// on (nothing after a framing error is known to be an event boundary).
+    fn push(&mut self, data: &[u8], out: &mut Decoded<K>) -> bool;
+    /// The body ended: whatever is left over.
+    fn end(&mut self, out: &mut Decoded<K>);
+}
+
+/// The body and the events decoded from it.
+struct Reading<K, B, D> {
     body: B,
+    decoder: D,
+    decoded: Decoded<K>,
+    ended: bool,
+}
+
+/// The events `decoder` makes of a watch response body whose status was a success. An
+/// unexpected end of the connection and a client read timeout end the stream quietly
+/// (see the module docs); another body error is the stream's last item.
+pub(super) fn stream<K, B, D>(body: B, decoder: D) -> WatchStream<K>
+where
+    K: Send + 'static,
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+    D: EventDecoder<K>,
+{
+    let reading = Reading {
+        body,
+        decoder,
+        decoded: VecDeque::new(),
+        ended: false,
+    };
+    futures::stream::unfold(reading, |mut r| async move {
+        loop {
+            if let Some(event) = r.decoded.pop_front() {
+                return Some((event, r));
+            }
+            if r.ended {
+                return None;
+            }
+            match r.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        r.ended = !r.decoder.push(&data, &mut r.decoded);
+                    }
+                }
+                Some(Err(e)) => {
+                    r.ended = true;
+                    if ends_quietly(&e) {
+                        tracing::debug!(error = %e, "watch connection ended");
+                    } else {
+                        r.decoded
+                            .push_back(Err(kube::Error::ReadEvents(io::Error::other(e))));
+                    }
+                }
+                None => {
+                    r.ended = true;
+                    r.decoder.end(&mut r.decoded);
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// One chunk of an in-memory body.
+type Chunk = Result<http_body::Frame<Bytes>, io::Error>;
+
+/// A body that arrives in exactly these chunks (no I/O), for `decode_chunks`.
+pub(super) fn in_memory(
+    chunks: &[&[u8]],
+) -> http_body_util::StreamBody<futures::stream::Iter<std::vec::IntoIter<Chunk>>> {
+    let frames: Vec<Chunk> = chunks
+        .iter()
+        .map(|chunk| Ok(http_body::Frame::data(Bytes::copy_from_slice(chunk))))
+        .collect();
+    http_body_util::StreamBody::new(futures::stream::iter(frames))
+}
+
+/// JSON lines: see the module docs.
+struct Lines {
     /// The start of a line whose end has not arrived yet.
     partial: Vec<u8>,
-    /// Events decoded from the last chunk, not yet handed out.
-    decoded: VecDeque<Result<WatchEvent<K>, kube::Error>>,
     /// A line with its managedFields cut out (reused from line to line).
     stripped: Vec<u8>,
     strip_managed_fields: bool,
-    ended: bool,
 }
 
 /// The events of a watch response whose status was a success.
@@ -56,25 +136,11 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let lines = Lines {
-        body,
         partial: Vec::new(),
-        decoded: VecDeque::new(),
         stripped: Vec::new(),
         strip_managed_fields,
-        ended: false,
     };
-    futures::stream::unfold(lines, |mut lines| async move {
-        loop {
-            if let Some(event) = lines.decoded.pop_front() {
-                return Some((event, lines));
-            }
-            if lines.ended {
-                return None;
-            }
-            lines.read_more().await;
-        }
-    })
-    .boxed()
+    stream(body, lines)
 }
 
 /// The events [`events`] makes of a watch response body that arrives in exactly these
@@ -90,48 +156,26 @@ pub fn decode_chunks<K>(
 where
     K: Resource + DeserializeOwned + Send + 'static,
 {
-    let frames: Vec<Result<http_body::Frame<Bytes>, io::Error>> = chunks
-        .iter()
-        .map(|chunk| Ok(http_body::Frame::data(Bytes::copy_from_slice(chunk))))
-        .collect();
-    let body = http_body_util::StreamBody::new(futures::stream::iter(frames));
+    let body = in_memory(chunks);
     futures::executor::block_on(events::<K, _>(body, strip_managed_fields).collect())
 }
 
-impl<K, B> Lines<K, B>
-where
-    K: Resource + DeserializeOwned,
-    B: Body<Data = Bytes> + Unpin,
-    B::Error: std::error::Error + Send + Sync + 'static,
-{
-    /// Reads the next chunk of the body and decodes the lines it completes.
-    async fn read_more(&mut self) {
-        match self.body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    self.push(&data);
-                }
-            }
-            Some(Err(e)) => {
-                self.ended = true;
-                if ends_quietly(&e) {
-                    tracing::debug!(error = %e, "watch connection ended");
-                } else {
-                    self.decoded
-                        .push_back(Err(kube::Error::ReadEvents(io::Error::other(e))));
-                }
-            }
-            None => {
-                self.ended = true;
-                // A last line without its newline.
-                let last = std::mem::take(&mut self.partial);
-                self.decode(&last);
-            }
-        }
+impl<K: Resource + DeserializeOwned + Send + 'static> EventDecoder<K> for Lines {
+    fn push(&mut self, data: &[u8], out: &mut Decoded<K>) -> bool {
+        self.split(data, out);
+        true
     }
 
+    fn end(&mut self, out: &mut Decoded<K>) {
+        // A last line without its newline.
+        let last = std::mem::take(&mut self.partial);
+        self.decode(&last, out);
+    }
+}
+
+impl Lines {
     /// Splits `data` into lines, joining the first with what the previous chunk left.
-    fn push(&mut self, data: &Bytes) {
+    fn split<K: Resource + DeserializeOwned>(&mut self, data: &[u8], out: &mut Decoded<K>) {
         let mut rest: &[u8] = data;
         if !self.partial.is_empty() {
             let Some(end) = memchr::memchr(b'\n', rest) else {
@@ -140,21 +184,21 @@ where
             };
             let mut line = std::mem::take(&mut self.partial);
             line.extend_from_slice(&rest[..end]);
-            self.decode(&line);
+            self.decode(&line, out);
             // Keep the buffer's capacity for the next cut line.
             line.clear();
             self.partial = line;
             rest = &rest[end + 1..];
         }
         while let Some(end) = memchr::memchr(b'\n', rest) {
-            self.decode(&rest[..end]);
+            self.decode(&rest[..end], out);
             rest = &rest[end + 1..];
         }
         self.partial.extend_from_slice(rest);
     }
 
     /// Decodes one line into `decoded`; blank lines are skipped.
-    fn decode(&mut self, line: &[u8]) {
+    fn decode<K: Resource + DeserializeOwned>(&mut self, line: &[u8], out: &mut Decoded<K>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -165,7 +209,7 @@ where
             Ok(text) => text,
             Err(e) => {
                 let e = io::Error::new(io::ErrorKind::InvalidData, e);
-                self.decoded.push_back(Err(kube::Error::ReadEvents(e)));
+                out.push_back(Err(kube::Error::ReadEvents(e)));
                 return;
             }
         };
@@ -192,14 +236,14 @@ where
                 _ => Err(kube::Error::SerdeError(e)),
             },
         };
-        self.decoded.push_back(event);
+        out.push_back(event);
     }
 }
 
 /// Whether a body error is the end of a watch rather than a failure: the connection
 /// closed mid-chunk (TLS and HTTP nest an `UnexpectedEof`) or the client's read
 /// timeout fired. `kube`'s watch treats both the same way.
-pub(super) fn ends_quietly(error: &(dyn std::error::Error + 'static)) -> bool {
+fn ends_quietly(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(error);
     // Bounded, in case a custom `source` chain loops.
     for _ in 0..16 {
