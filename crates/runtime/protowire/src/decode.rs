@@ -209,101 +209,54 @@ impl<T: Empty> MsgSlot<T> for Option<T> {
     }
 }
 
-/// A `string` field. `drop_empty`: `""` leaves the field as it is.
-pub fn string(
-    slot: &mut impl Slot<String>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::Len, wire)?;
-    let value = r.string(name)?;
-    if !(drop_empty && value.is_empty()) {
-        slot.put(value.to_owned());
-    }
-    Ok(())
+/// The helper of one scalar field kind: the wire type is checked, the value read, and
+/// with `drop_empty` its empty value (`""`, no bytes, `false`, `0`) leaves the field as
+/// it is (see the module docs).
+macro_rules! scalar {
+    ($(#[$doc:meta])* $name:ident: $ty:ty, $wire:ident, |$r:ident, $n:ident| $read:expr, $empty:expr) => {
+        $(#[$doc])*
+        pub fn $name(
+            slot: &mut impl Slot<$ty>,
+            name: &'static str,
+            wire: WireType,
+            r: &mut Reader<'_>,
+            drop_empty: bool,
+        ) -> Result<(), DecodeError> {
+            r.expect(name, WireType::$wire, wire)?;
+            let ($r, $n) = (r, name);
+            let value: $ty = $read;
+            if !(drop_empty && value == $empty) {
+                slot.put(value);
+            }
+            Ok(())
+        }
+    };
 }
 
-/// A `bytes` field (`[]byte` in Go). `drop_empty`: no bytes leaves the field as it is.
-pub fn bytes(
-    slot: &mut impl Slot<ByteString>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::Len, wire)?;
-    let value = r.bytes()?;
-    if !(drop_empty && value.is_empty()) {
-        slot.put(ByteString(value.to_vec()));
-    }
-    Ok(())
-}
-
-/// A `bool` field. `drop_empty`: `false` leaves the field as it is.
-pub fn bool(
-    slot: &mut impl Slot<bool>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::Varint, wire)?;
-    let value = r.bool()?;
-    if value || !drop_empty {
-        slot.put(value);
-    }
-    Ok(())
-}
-
-/// An `int32` field. `drop_empty`: `0` leaves the field as it is.
-pub fn int32(
-    slot: &mut impl Slot<i32>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::Varint, wire)?;
-    let value = r.int32()?;
-    if !(drop_empty && value == 0) {
-        slot.put(value);
-    }
-    Ok(())
-}
-
-/// An `int64` field. `drop_empty`: `0` leaves the field as it is.
-pub fn int64(
-    slot: &mut impl Slot<i64>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::Varint, wire)?;
-    let value = r.int64()?;
-    if !(drop_empty && value == 0) {
-        slot.put(value);
-    }
-    Ok(())
-}
-
-/// A `double` field. `drop_empty`: `0.0` leaves the field as it is.
-pub fn double(
-    slot: &mut impl Slot<f64>,
-    name: &'static str,
-    wire: WireType,
-    r: &mut Reader<'_>,
-    drop_empty: bool,
-) -> Result<(), DecodeError> {
-    r.expect(name, WireType::I64, wire)?;
-    let value = f64::from_bits(r.fixed64()?);
-    if !(drop_empty && value == 0.0) {
-        slot.put(value);
-    }
-    Ok(())
-}
+scalar!(
+    /// A `string` field.
+    string: String, Len, |r, name| r.string(name)?.to_owned(), ""
+);
+scalar!(
+    /// A `bytes` field (`[]byte` in Go).
+    bytes: ByteString, Len, |r, _name| ByteString(r.bytes()?.to_vec()), ByteString(Vec::new())
+);
+scalar!(
+    /// A `bool` field.
+    bool: bool, Varint, |r, _name| r.bool()?, false
+);
+scalar!(
+    /// An `int32` field.
+    int32: i32, Varint, |r, _name| r.int32()?, 0
+);
+scalar!(
+    /// An `int64` field.
+    int64: i64, Varint, |r, _name| r.int64()?, 0
+);
+scalar!(
+    /// A `double` field.
+    double: f64, I64, |r, _name| f64::from_bits(r.fixed64()?), 0.0
+);
 
 /// An embedded message `T`, merged into the field (created if absent).
 pub fn message<T: Message, S: MsgSlot<T>>(
