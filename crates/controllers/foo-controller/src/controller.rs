@@ -97,8 +97,13 @@ pub fn new_controller(
     }
 
     // The queue is named so that its metrics (depth, adds, latency...) carry the
-    // controller's name, as client-go's NewNamedRateLimitingQueue does.
-    let queue = options.loop_options.new_queue(CONTROLLER_NAME);
+    // controller's name, as client-go's NewNamedRateLimitingQueue does. In a shard
+    // group a failed key is retried within a bounded time: the deletion that frees a
+    // Deployment's name can reach another replica (`LoopOptions::in_shard_group`).
+    let queue = options
+        .loop_options
+        .in_shard_group(options.shard.is_some())
+        .new_queue(CONTROLLER_NAME);
     // The staleness guard follows both informers: the sync writes Deployments and
     // Foo statuses.
     let freshness = options.loop_options.freshness();

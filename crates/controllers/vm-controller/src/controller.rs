@@ -80,8 +80,12 @@ pub fn new_controller(
         },
     );
 
-    // A named queue, so its metrics carry the controller's name.
-    let queue = options.loop_options.new_queue(CONTROLLER_NAME);
+    // A named queue, so its metrics carry the controller's name; in a shard group a
+    // failed key is retried within a bounded time (see `LoopOptions::in_shard_group`).
+    let queue = options
+        .loop_options
+        .in_shard_group(options.shard.is_some())
+        .new_queue(CONTROLLER_NAME);
     let registration = informer.add_event_handler(VirtualMachineHandler::new(queue.clone()));
     // The staleness guard: the sync writes finalizers and statuses of the
     // VirtualMachines themselves.

@@ -339,8 +339,13 @@ where
     /// `Complete`/`Build`). Start the factory afterwards (a `manager::Manager` does).
     pub fn complete<R: Reconciler>(self, reconciler: R) -> BuiltController<R> {
         // Named like client-go's NewNamedRateLimitingQueue, so workqueue metrics carry
-        // the controller's name.
-        let queue = self.loop_options.new_queue(&self.name);
+        // the controller's name. In a shard group a failed key is retried within a
+        // bounded time: the event that would wake it can reach another replica
+        // (`LoopOptions::in_shard_group`).
+        let queue = self
+            .loop_options
+            .in_shard_group(self.shard.is_some())
+            .new_queue(&self.name);
         let context = WatchContext {
             client: &self.client,
             factory: &self.factory,

@@ -8,6 +8,17 @@
 //! | queue order | a priority queue: initial-list and resync events go behind real changes (controller-runtime v0.23's default) | one FIFO (`--fifo-queue`) |
 //! | backoff | re-triggers during a pending backoff do not escalate it ([`CoalescingRateLimiter`], kubernetes/kubernetes issue 132805) | every `add_rate_limited` doubles the delay (`--client-go-backoff`) |
 //!
+//! One more applies only to a replica of a shard group ([`LoopOptions::in_shard_group`]):
+//! a failed key is retried within [`SHARD_GROUP_MAX_RETRY_DELAY`] (client-go's
+//! `WithMaxWaitRateLimiter` around the limiter), not after up to 1,000 s. Unsharded, the
+//! event that ends a failure usually wakes the key: the garbage collector deleting the
+//! Deployment of a deleted Foo that blocked a new Foo of the same name is seen by the
+//! Deployment informer, which queues the new Foo by its owner's name. In a shard group
+//! that Deployment follows its *old* owner's hash: its deletion reaches the replica that
+//! held the old Foo, and the new Foo's replica, which only saw "409 AlreadyExists" for an
+//! object it does not cache, learns that the name is free only by trying again
+//! (docs/reliability.md, what the soak found, 10). So the retry itself must come soon.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -27,7 +38,7 @@
 use std::time::Duration;
 
 use workqueue::{
-    CoalescingRateLimiter, QueueConfig, RateLimiter, RateLimitingQueue,
+    CoalescingRateLimiter, QueueConfig, RateLimiter, RateLimitingQueue, WithMaxWaitRateLimiter,
     default_controller_rate_limiter,
 };
 
@@ -58,7 +69,15 @@ pub struct LoopOptions {
     pub priority_queue: bool,
     /// The backoff for failed keys.
     pub backoff: Backoff,
+    /// The longest a failed key waits for its retry; `None`: the limiter's own cap
+    /// (1,000 s). Set by [`in_shard_group`](Self::in_shard_group).
+    pub max_retry_delay: Option<Duration>,
 }
+
+/// The longest a failed key of a shard group's replica waits for its retry (see the
+/// [module docs](self) for why): a name freed by the garbage collector is used within
+/// this time, and a key failing forever costs one try per 30 s, far from a hot loop.
+pub const SHARD_GROUP_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
 impl Default for LoopOptions {
     /// Every fix on: guard with [`DEFAULT_FRESHNESS_TIMEOUT`], priority queue,
@@ -68,6 +87,7 @@ impl Default for LoopOptions {
             freshness_timeout: DEFAULT_FRESHNESS_TIMEOUT,
             priority_queue: true,
             backoff: Backoff::Coalescing,
+            max_retry_delay: None,
         }
     }
 }
@@ -79,16 +99,40 @@ impl LoopOptions {
             freshness_timeout: Duration::ZERO,
             priority_queue: false,
             backoff: Backoff::ClientGo,
+            max_retry_delay: None,
         }
     }
 
-    /// The rate limiter for [`backoff`](Self::backoff).
+    /// These options for a replica of a shard group when `sharded` (a controller with
+    /// a shard): failed keys are retried within [`SHARD_GROUP_MAX_RETRY_DELAY`] unless
+    /// a cap is set already. Unchanged when not `sharded`.
+    ///
+    /// ```
+    /// use controller::{LoopOptions, SHARD_GROUP_MAX_RETRY_DELAY};
+    ///
+    /// let sharded = LoopOptions::default().in_shard_group(true);
+    /// assert_eq!(sharded.max_retry_delay, Some(SHARD_GROUP_MAX_RETRY_DELAY));
+    /// assert_eq!(LoopOptions::default().in_shard_group(false), LoopOptions::default());
+    /// ```
+    pub fn in_shard_group(mut self, sharded: bool) -> Self {
+        if sharded && self.max_retry_delay.is_none() {
+            self.max_retry_delay = Some(SHARD_GROUP_MAX_RETRY_DELAY);
+        }
+        self
+    }
+
+    /// The rate limiter for [`backoff`](Self::backoff), capped at
+    /// [`max_retry_delay`](Self::max_retry_delay). The cap sits inside the coalescing
+    /// wrapper, so the backoff it remembers as pending is the capped one.
     pub fn rate_limiter(&self) -> Box<dyn RateLimiter<String>> {
+        let limiter: Box<dyn RateLimiter<String>> = Box::new(default_controller_rate_limiter());
+        let limiter = match self.max_retry_delay {
+            Some(max) => Box::new(WithMaxWaitRateLimiter::new(limiter, max)),
+            None => limiter,
+        };
         match self.backoff {
-            Backoff::Coalescing => {
-                Box::new(CoalescingRateLimiter::new(default_controller_rate_limiter()))
-            }
-            Backoff::ClientGo => Box::new(default_controller_rate_limiter()),
+            Backoff::Coalescing => Box::new(CoalescingRateLimiter::new(limiter)),
+            Backoff::ClientGo => limiter,
         }
     }
 
@@ -135,5 +179,27 @@ mod tests {
         assert_eq!(client_go.when(&key), ms(10));
         assert_eq!(client_go.when(&key), ms(20));
         assert_eq!(client_go.num_requeues(&key), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn in_a_shard_group_a_failing_key_is_retried_within_the_cap() {
+        let key = "default/blocked".to_string();
+        for options in [LoopOptions::default(), LoopOptions::client_go()] {
+            let unsharded = options.rate_limiter();
+            let sharded = options.in_shard_group(true).rate_limiter();
+            let (mut longest_unsharded, mut longest_sharded) = (Duration::ZERO, Duration::ZERO);
+            // 20 failures in a row, each after the previous backoff ran out.
+            for _ in 0..20 {
+                let (a, b) = (unsharded.when(&key), sharded.when(&key));
+                longest_unsharded = longest_unsharded.max(a);
+                longest_sharded = longest_sharded.max(b);
+                tokio::time::advance(a.max(b)).await;
+            }
+            assert_eq!(longest_sharded, SHARD_GROUP_MAX_RETRY_DELAY, "{options:?}");
+            // 5 ms * 2^19 is 43 minutes: client-go's own cap of 1,000 s applies.
+            assert_eq!(longest_unsharded, Duration::from_secs(1000), "{options:?}");
+            // The count of failures goes on (the metrics and logs report it).
+            assert_eq!(sharded.num_requeues(&key), 20, "{options:?}");
+        }
     }
 }

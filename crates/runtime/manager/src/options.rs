@@ -216,6 +216,7 @@ impl RunArgs {
             } else {
                 Backoff::Coalescing
             },
+            max_retry_delay: None,
         }
     }
 }
