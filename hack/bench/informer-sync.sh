@@ -53,6 +53,12 @@
 #                           a watch with sendInitialEvents=true, resourceVersion=""
 #   client-go-transform     client-go + WithTransform dropping managedFields
 #   client-go-streaming-transform  client-go-streaming + that transform
+#   *-json                  any ours-* or client-go* variant asking for JSON (ours: Wire::Json;
+#                           client-go: rest.Config.ContentType = "application/json"). Without
+#                           it both ask for protobuf, client-go's default for built-in types
+#                           (its generated clients use gentype.PrefersProtobuf); kube-runtime
+#                           speaks JSON only. Each JSON line's "wire" is the media type the
+#                           server answered.
 # The requests each client-go process made are logged in $OUT/client-go.log.
 #
 # SERVER_STATE (cache | etcd | both; default cache) names and sets where the API server
@@ -105,6 +111,10 @@ say() { printf '\n=== %s\n' "$*"; }
 die() { printf 'informer-sync.sh: %s\n' "$*" >&2; exit 1; }
 
 KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
+# Every ours-* and client-go* variant also on JSON: its name + "-json".
+for i in $KNOWN_IMPLS; do
+  case $i in ours* | client-go*) KNOWN_IMPLS+="$i-json " ;; esac
+done
 read -r -a impls <<<"$IMPLS"
 [ ${#impls[@]} -gt 0 ] || die "IMPLS is empty"
 for i in "${impls[@]}"; do
@@ -220,15 +230,17 @@ ensure_state() {
 
 # run_impl IMPL: one sync in a fresh process; prints its JSON line.
 run_impl() {
+  local json=()
+  [[ $1 == *-json ]] && json=(--json)
   case $1 in
   client-go*)
-    local flags=()
+    local flags=("${json[@]}")
     [[ $1 == *streaming* ]] && flags+=(--streaming)
     [[ $1 == *transform* ]] && flags+=(--transform)
     # The caller's KUBE_FEATURE_WatchListClient must not contradict the variant.
     env -u KUBE_FEATURE_WatchListClient "$GO_BIN" sync --namespace "$NAMESPACE" "${flags[@]}" 2>>"$OUT/client-go.log"
     ;;
-  *) "$BIN" sync --impl "$1" --namespace "$NAMESPACE" ;;
+  *) "$BIN" sync --impl "${1%-json}" --namespace "$NAMESPACE" "${json[@]}" ;;
   esac
 }
 
@@ -304,21 +316,27 @@ DOC = {
 impls = ["ours", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
          "kube-runtime-streaming", "client-go", "client-go-streaming", "client-go-transform",
          "client-go-streaming-transform"]
+impls += [i + "-json" for i in impls if i.startswith(("ours", "client-go"))]
+
+def wire(key):
+    """The media types the server answered in, over the runs (older results have none)."""
+    return "/".join(sorted({r.get("wire") or "?" for r in runs.get(key, [])}))
+
 sizes = sorted({s for s, _, _ in runs})
 states = [s for s in ("cache", "etcd", "-") if any(st == s for _, st, _ in runs)]
 print("Server state: " + "; ".join(f"**{s}** = {DOC.get(s, 'not recorded')}" for s in states) + ".")
 print("Objects listed from etcd / the watch cache: ConfigMaps the API server returned from LIST requests "
       "per sync (apiserver_storage_list_returned_objects_total; a streaming list is a watch and counts in neither).")
 print()
-print("| objects | server state | implementation | sync ms | client CPU ms | apiserver CPU ms | etcd CPU ms "
+print("| objects | server state | implementation | wire | sync ms | client CPU ms | apiserver CPU ms | etcd CPU ms "
       "| listed from etcd | listed from watch cache | peak RSS MiB | RSS after sync MiB | runs |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for s in sizes:
     for st in states:
         for i in impls:
             k = (s, st, i)
             if k in runs:
-                print(f"| {s} | {st} | {i} | {ms(med(k, 'sync_ms'))} | {ms(med(k, 'cpu_ms'))} "
+                print(f"| {s} | {st} | {i} | {wire(k)} | {ms(med(k, 'sync_ms'))} | {ms(med(k, 'cpu_ms'))} "
                       f"| {ms(med(k, 'apiserver_cpu_ms'))} | {ms(med(k, 'etcd_cpu_ms'))} "
                       f"| {ms(med(k, 'etcd_list_objects'))} | {ms(med(k, 'cache_list_objects'))} "
                       f"| {mib(med(k, 'peak_rss_kb'))} | {mib(med(k, 'rss_kb'))} | {len(runs[k])} |")
@@ -331,9 +349,12 @@ def per_round(ka, kb, field):
 
 print()
 print("| objects | server state | comparison | sync time: ratio of medians | sync time: per-round ratios (median, rounds < 1) "
-      "| client CPU ratio | peak RSS ratio |")
-print("|---|---|---|---:|---|---:|---:|")
-pairs = [("ours", "kube-runtime"), ("ours", "client-go-streaming"), ("ours", "client-go"),
+      "| client CPU ratio | apiserver CPU: per-round ratios | peak RSS ratio |")
+print("|---|---|---|---:|---|---:|---|---:|")
+pairs = [("ours", "client-go-streaming"), ("ours-strip", "client-go-streaming"),
+         ("ours-json", "client-go-streaming-json"), ("ours-json", "client-go-streaming"),
+         ("client-go-streaming-json", "client-go-streaming"), ("ours", "ours-json"),
+         ("ours", "kube-runtime"), ("ours", "client-go"),
          ("ours-strip", "client-go-streaming-transform"), ("ours-strip", "kube-runtime-transform"),
          ("ours", "ours-plain"), ("ours-plain", "kube-runtime"),
          ("ours-transform", "kube-runtime-transform"), ("ours-transform", "client-go-streaming-transform"),
@@ -352,6 +373,7 @@ for s in sizes:
                 print(f"| {s} | {st} | {a} / {b} | {ratio(med(ka, 'sync_ms'), med(kb, 'sync_ms'))} "
                       f"| {rounds} ({summary}) "
                       f"| {ratio(med(ka, 'cpu_ms'), med(kb, 'cpu_ms'))} "
+                      f"| {' '.join(f'{x:.2f}' for x in per_round(ka, kb, 'apiserver_cpu_ms'))} "
                       f"| {ratio(med(ka, 'peak_rss_kb'), med(kb, 'peak_rss_kb'))} |")
 rows = []
 for s in sizes:

@@ -4,7 +4,7 @@
 // scoped to one namespace). The Rust side is hack/bench/informer-sync; both print
 // the same JSON line. hack/bench/informer-sync.sh runs the comparison.
 //
-//	informer-sync-go sync --namespace NS [--streaming] [--transform]
+//	informer-sync-go sync --namespace NS [--streaming] [--transform] [--json]
 //	informer-sync-go server-state [--marker NS/NAME] [--probe NS] [--version]
 //
 // sync: one informer, no handlers, resync 0; timed from the factory's Start until
@@ -22,6 +22,11 @@
 // set here before client-go reads it, and an already set, contradicting value is
 // an error. In client-go 1.35+ the feature is on by default, so a client-go user
 // gets the streaming path. The requests actually made are written to stderr.
+//
+// --json: rest.Config.ContentType = "application/json". Without it the typed
+// clients (generated with gentype.PrefersProtobuf for built-in types) ask for
+// "application/vnd.kubernetes.protobuf,application/json", as every client-go user's
+// do; the JSON line's "wire" is the media type the server answered.
 //
 // --transform: a SetTransform (the factory's WithTransform) dropping
 // metadata.managedFields before objects reach the queue and the indexer.
@@ -100,19 +105,43 @@ func restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// requestLog records the method and URL of every request the informer makes.
+// requestLog records the method and URL of every request the informer makes, with
+// the Accept header sent and the Content-Type answered: the wire format.
 type requestLog struct {
-	mu   sync.Mutex
-	reqs []string
+	mu       sync.Mutex
+	reqs     []string
+	answered string // the media type of the first answer, without parameters
 }
 
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		answer := "error"
+		if err == nil {
+			answer = resp.Header.Get("Content-Type")
+		}
 		l.mu.Lock()
-		l.reqs = append(l.reqs, req.Method+" "+req.URL.RequestURI())
+		l.reqs = append(l.reqs, req.Method+" "+req.URL.RequestURI()+
+			" (Accept: "+req.Header.Get("Accept")+"; answered: "+answer+")")
+		if l.answered == "" && err == nil {
+			l.answered = strings.TrimSpace(strings.Split(answer, ";")[0])
+		}
 		l.mu.Unlock()
-		return rt.RoundTrip(req)
+		return resp, err
 	})
+}
+
+// wire: "protobuf" or "json", by the first answer's media type.
+func (l *requestLog) wire() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.answered {
+	case "application/vnd.kubernetes.protobuf":
+		return "protobuf"
+	case "application/json":
+		return "json"
+	}
+	return l.answered
 }
 
 func (l *requestLog) String() string {
@@ -130,6 +159,7 @@ func syncCmd(args []string) error {
 	namespace := fs.String("namespace", "", "namespace whose ConfigMaps are synced")
 	streaming := fs.Bool("streaming", false, "WatchListClient on (the initial list as a watch with sendInitialEvents); off without it")
 	transform := fs.Bool("transform", false, "drop metadata.managedFields in a transform")
+	asJSON := fs.Bool("json", false, "rest.Config.ContentType = application/json: JSON instead of the typed clients' default, protobuf")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,6 +185,10 @@ func syncCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		// Set: UseProtobufAsDefaultIfPreferred leaves the request alone (rest/request.go).
+		cfg.ContentType = "application/json"
+	}
 	var log requestLog
 	cfg.Wrap(log.wrap)
 	client, err := kubernetes.NewForConfig(cfg)
@@ -171,6 +205,9 @@ func syncCmd(args []string) error {
 		impl = "client-go-streaming"
 	case *transform:
 		impl = "client-go-transform"
+	}
+	if *asJSON {
+		impl += "-json"
 	}
 	if *transform {
 		opts = append(opts, informers.WithTransform(stripManagedFields))
@@ -190,7 +227,7 @@ func syncCmd(args []string) error {
 	}
 	synced := time.Now()
 	objects := len(informer.GetIndexer().ListKeys())
-	report(impl, synced.Sub(started), synced.Sub(processStart), objects)
+	report(impl, log.wire(), synced.Sub(started), synced.Sub(processStart), objects)
 	cancel()
 	factory.Shutdown()
 	fmt.Fprintf(os.Stderr, "%s: WatchListClient=%v; requests: %s\n", impl, *streaming, log.String())
@@ -211,12 +248,13 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 
 // report prints the JSON line the Rust side prints: CPU time at synced, memory 1 s
 // later (peak: VmHWM; after sync: VmRSS).
-func report(impl string, elapsed, processToSynced time.Duration, objects int) {
+func report(impl, wire string, elapsed, processToSynced time.Duration, objects int) {
 	cpu := cpuMs()
 	time.Sleep(time.Second)
 	hwm, rss := memKB()
 	line, _ := json.Marshal(struct {
 		Impl              string  `json:"impl"`
+		Wire              string  `json:"wire"`
 		Count             int     `json:"count"`
 		Objects           int     `json:"objects"`
 		SyncMs            float64 `json:"sync_ms"`
@@ -224,7 +262,7 @@ func report(impl string, elapsed, processToSynced time.Duration, objects int) {
 		CPUMs             float64 `json:"cpu_ms"`
 		PeakRSSKB         uint64  `json:"peak_rss_kb"`
 		RSSKB             uint64  `json:"rss_kb"`
-	}{impl, objects, objects, roundMs(elapsed), roundMs(processToSynced), cpu, hwm, rss})
+	}{impl, wire, objects, objects, roundMs(elapsed), roundMs(processToSynced), cpu, hwm, rss})
 	fmt.Println(string(line))
 }
 

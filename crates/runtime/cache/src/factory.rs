@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::lister_watcher::ApiListerWatcher;
+use crate::lister_watcher::{ApiListerWatcher, Wire};
 use crate::shard::{ShardBy, ShardFilter, ShardRanges};
 use crate::shared_informer::SharedIndexInformer;
 
@@ -90,6 +90,7 @@ pub struct SharedInformerFactory {
     client: Client,
     default_resync_period: Duration,
     strip_managed_fields: bool,
+    wire: Wire,
     shard_ranges: Option<ShardRanges>,
     informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
     /// The sharded informers handed out so far.
@@ -124,6 +125,7 @@ impl fmt::Debug for SharedInformerFactory {
         f.debug_struct("SharedInformerFactory")
             .field("default_resync_period", &self.default_resync_period)
             .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("wire", &self.wire)
             .field("informers", &self.informers.lock().len())
             .finish_non_exhaustive()
     }
@@ -131,12 +133,14 @@ impl fmt::Debug for SharedInformerFactory {
 
 impl SharedInformerFactory {
     /// A factory whose informers use `client` and, for handlers without a period of
-    /// their own, `default_resync_period` (zero: no resync).
+    /// their own, `default_resync_period` (zero: no resync). They ask for the process's
+    /// wire ([`Wire::from_env`]) unless [`with_wire`](Self::with_wire) says otherwise.
     pub fn new(client: Client, default_resync_period: Duration) -> Self {
         Self {
             client,
             default_resync_period,
             strip_managed_fields: false,
+            wire: Wire::from_env(),
             shard_ranges: None,
             informers: Arc::new(Mutex::new(HashMap::new())),
             shard_filters: Arc::new(Mutex::new(Vec::new())),
@@ -149,6 +153,20 @@ impl SharedInformerFactory {
     pub fn with_shard_ranges(mut self, ranges: ShardRanges) -> Self {
         self.shard_ranges = Some(ranges);
         self
+    }
+
+    /// Asks for `wire` in informers handed out from now on: client-go's
+    /// `rest.Config.ContentType` (the binaries' `--kube-api-content-type`). Protobuf
+    /// applies to the built-in types that have a decoder; custom resources are JSON
+    /// either way.
+    pub fn with_wire(mut self, wire: Wire) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    /// The wire informers ask for (see [`with_wire`](Self::with_wire)).
+    pub fn wire(&self) -> Wire {
+        self.wire
     }
 
     /// The shard ranges given to [`with_shard_ranges`](Self::with_shard_ranges).
@@ -218,8 +236,9 @@ impl SharedInformerFactory {
             K::kind(&()),
             describe(&key.url, &options, self.shard_ranges.is_some())
         );
-        let mut lister_watcher =
-            ApiListerWatcher::new(api).strip_managed_fields(self.strip_managed_fields);
+        let mut lister_watcher = ApiListerWatcher::new(api)
+            .strip_managed_fields(self.strip_managed_fields)
+            .wire(self.wire);
         if let Some(labels) = &options.label_selector {
             lister_watcher = lister_watcher.labels(labels.clone());
         }

@@ -139,7 +139,7 @@ pub use known_objects::KeyListerGetter;
 pub use lister::{Lister, NamespaceLister};
 pub use lister_watcher::{
     ApiListerWatcher, DEFAULT_PAGE_SIZE, ListOptions, ListPage, ListerWatcher, WatchOptions,
-    WatchStream,
+    WatchStream, Wire,
 };
 pub use metrics::{ReflectorMetricsProvider, set_global_reflector_metrics_provider};
 pub use processor_listener::{EventHandler, EventHandlerFuncs};

@@ -25,8 +25,11 @@ pub mod pager;
 pub mod protobuf;
 pub mod sharded;
 pub mod watch_stream;
+pub mod wire;
 use pager::Pager;
 use sharded::{SHARD_SELECTOR_PARAM, ShardState};
+use wire::Answered;
+pub use wire::Wire;
 
 use crate::shard::ShardFilter;
 
@@ -88,35 +91,12 @@ pub trait ListerWatcher<K>: Send + Sync {
     fn relist_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         None
     }
-}
 
-/// What a lister-watcher asks the API server for: client-go's `rest.Config.ContentType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Wire {
-    /// Protobuf for the types that have a decoder ([`protowire::registry`]: the
-    /// built-in types the controllers use), JSON for the rest (custom resources have
-    /// no protobuf). client-go's default for its typed clients and informers.
-    #[default]
-    Protobuf,
-    /// JSON for everything (client-go: `ContentType = "application/json"`).
-    Json,
-}
-
-impl Wire {
-    /// The name used in logs and on the pipeline page: `protobuf` or `json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Protobuf => "protobuf",
-            Self::Json => "json",
-        }
-    }
-
-    /// The decoder to ask for protobuf with, if this wire and `K` allow it.
-    fn decoder<K: 'static>(self) -> Option<protowire::registry::DecodeFn<K>> {
-        match self {
-            Self::Protobuf => protowire::registry::decoder::<K>(),
-            Self::Json => None,
-        }
+    /// The wire format of the API server's latest answer (see [`wire`]), shown on the
+    /// pipeline page; `None` before the first answer, or when there is no server (the
+    /// default).
+    fn answered_wire(&self) -> Option<Wire> {
+        None
     }
 }
 
@@ -131,6 +111,8 @@ pub struct ApiListerWatcher<K> {
     strip_managed_fields: bool,
     /// Protobuf or JSON (see [`Self::wire`]).
     wire: Wire,
+    /// What the server answered in.
+    answered: Answered,
     /// Only the objects of a shard (see [`Self::shard`]).
     shard: Option<ShardState>,
 }
@@ -148,7 +130,8 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
 }
 
 impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
-    /// Lists and watches everything `api` can see.
+    /// Lists and watches everything `api` can see, on the process's wire
+    /// ([`Wire::from_env`]: protobuf unless `KUBE_API_CONTENT_TYPE` says JSON).
     pub fn new(api: Api<K>) -> Self {
         Self {
             pager: Pager::new(api.clone().into_client(), api.resource_url()),
@@ -156,7 +139,8 @@ impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
             label_selector: None,
             field_selector: None,
             strip_managed_fields: false,
-            wire: Wire::default(),
+            wire: Wire::from_env(),
+            answered: Answered::default(),
             shard: None,
         }
     }
@@ -240,7 +224,7 @@ where
             };
             let selector = shard.as_ref().and_then(|(s, _, r)| s.filter.selector(r));
             // With strip_managed_fields, the pager leaves them out of every item.
-            let list = self
+            let (list, protobuf) = self
                 .pager
                 .list::<K>(
                     &params,
@@ -249,6 +233,8 @@ where
                     self.wire.decoder::<K>(),
                 )
                 .await?;
+            self.answered
+                .record(self.api.resource_url(), self.wire, protobuf);
             let items = match &shard {
                 Some((state, generation, ranges)) => {
                     if selector.is_some() && list.metadata.shard_info.is_some() {
@@ -329,6 +315,8 @@ where
             let response = client.send(request.map(kube::client::Body::from)).await?;
             let is_protobuf = protobuf::is_protobuf(response.headers());
             let body = pager::check_status(response).await?;
+            self.answered
+                .record(self.api.resource_url(), self.wire, is_protobuf);
             let events = match protobuf.filter(|_| is_protobuf) {
                 Some(decode) => protobuf::events::<K, _>(body, decode, strip),
                 None => watch_stream::events::<K, _>(body, strip),
@@ -343,6 +331,10 @@ where
 
     fn relist_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.shard.as_ref().map(|s| s.filter.ranges.subscribe())
+    }
+
+    fn answered_wire(&self) -> Option<Wire> {
+        self.answered.get()
     }
 }
 

@@ -455,6 +455,18 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             "depth",
             move || fifo_weak.upgrade().map(|f| count(f.len())),
         );
+        // The wire the API server answers this informer in (`-` before its first
+        // answer or without a server), for as long as this run lasts.
+        let (running, lister_watcher) = (Arc::downgrade(&fifo), self.inner.lister_watcher.clone());
+        pipeline::gauges().register_text(
+            self.inner.component.to_string(),
+            pipeline::Stage::Fifo,
+            "wire",
+            move || {
+                running.upgrade()?;
+                Some(lister_watcher.answered_wire().map_or("-", |w| w.as_str()))
+            },
+        );
         let inner_weak = Arc::downgrade(&self.inner);
         let running = Arc::downgrade(&fifo);
         pipeline::gauges().register(

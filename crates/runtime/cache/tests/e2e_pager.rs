@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use cache::{
     ApiListerWatcher, ListOptions, ListPage, ListerWatcher, SharedIndexInformer, WatchOptions,
-    WatchStream,
+    WatchStream, Wire,
 };
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
@@ -90,6 +90,26 @@ async fn pages_with_read_ahead_are_exact_and_errors_keep_their_status() -> anyho
     assert_eq!(pages, 3);
     assert_eq!(seen.len(), 25, "no object twice: {seen:?}");
     assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), created);
+    // The server answered in the wire this process asks for (KUBE_API_CONTENT_TYPE,
+    // protobuf by default): ConfigMaps have both.
+    assert_eq!(lw.answered_wire(), Some(Wire::from_env()));
+
+    // Each wire asked for explicitly is the one answered, with the same objects.
+    let mut lists = Vec::new();
+    for wire in [Wire::Protobuf, Wire::Json] {
+        let lw = ApiListerWatcher::new(api.clone())
+            .labels("pager=test")
+            .wire(wire);
+        assert_eq!(lw.answered_wire(), None, "no answer yet");
+        let all = lw.list(&ListOptions::default()).await?;
+        assert_eq!(lw.answered_wire(), Some(wire));
+        lists.push(all.items);
+    }
+    assert_eq!(lists[0].len(), 25);
+    assert_eq!(
+        lists[0], lists[1],
+        "protobuf and JSON decode to the same objects"
+    );
 
     // A bad selector: the server's 400 Status comes back as kube::Error::Api.
     let bad = ApiListerWatcher::new(api).labels("a in (");

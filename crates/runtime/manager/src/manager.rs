@@ -190,7 +190,14 @@ impl Manager {
         throttle.register(&metrics.registry);
         let shard = new_shard(&args, &client, &metrics)?;
         let mut factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
-            .with_strip_managed_fields(!args.run.keep_managed_fields);
+            .with_strip_managed_fields(!args.run.keep_managed_fields)
+            .with_wire(args.client.kube_api_content_type);
+        // What is asked; each informer logs what the server answers at its first list.
+        info!(
+            content_type = args.client.kube_api_content_type.content_type(),
+            "informers ask for {} (built-in types; custom resources are JSON)",
+            args.client.kube_api_content_type.as_str()
+        );
         if let Some(shard) = &shard {
             factory = factory.with_shard_ranges(shard.ranges());
         }

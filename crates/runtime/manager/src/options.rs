@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cache::Wire;
 use clap::Args;
 use cliflag::parse_duration;
 use controller::{Backoff, LoopOptions};
@@ -45,6 +46,18 @@ pub struct ClientArgs {
     /// as there any value but a false-like one (`0`, `false`, `no`, `off`) turns it on.
     #[arg(long, env = "DISABLE_HTTP2", value_parser = clap::builder::FalseyValueParser::new())]
     pub disable_http2: bool,
+
+    /// What the informers ask the API server for (client-go's rest.Config ContentType,
+    /// kube-controller-manager's flag of the same name): application/vnd.kubernetes.protobuf
+    /// (or protobuf), for the built-in types, as client-go does; custom resources are
+    /// JSON either way. application/json (or json) asks JSON for everything.
+    #[arg(
+        long,
+        env = "KUBE_API_CONTENT_TYPE",
+        default_value = "application/vnd.kubernetes.protobuf",
+        value_name = "TYPE"
+    )]
+    pub kube_api_content_type: Wire,
 }
 
 impl Default for ClientArgs {
@@ -55,6 +68,7 @@ impl Default for ClientArgs {
             kube_api_qps: DEFAULT_QPS,
             kube_api_burst: DEFAULT_BURST,
             disable_http2: false,
+            kube_api_content_type: Wire::Protobuf,
         }
     }
 }
@@ -246,6 +260,7 @@ mod tests {
             (cli.client.kube_api_qps, cli.client.kube_api_burst),
             (DEFAULT_QPS, DEFAULT_BURST)
         );
+        assert_eq!(cli.client.kube_api_content_type, Wire::Protobuf);
         let cli = Cli::try_parse_from([
             "x",
             "--workers",
@@ -263,8 +278,11 @@ mod tests {
             "0",
             "--fifo-queue",
             "--client-go-backoff",
+            "--kube-api-content-type",
+            "application/json",
         ])
         .unwrap();
+        assert_eq!(cli.client.kube_api_content_type, Wire::Json);
         assert_eq!(cli.run.loop_options(), LoopOptions::client_go());
         assert_eq!(cli.run.workers, 5);
         assert!(cli.run.keep_managed_fields);
@@ -282,6 +300,7 @@ mod tests {
             &["x", "--workers", "0"][..],
             &["x", "--resync-period", "soon"],
             &["x", "--log-format", "xml"],
+            &["x", "--kube-api-content-type", "application/cbor"],
         ] {
             let err = Cli::try_parse_from(args)
                 .err()

@@ -46,7 +46,7 @@ mod trace;
 
 use std::sync::LazyLock;
 
-pub use gauges::{GaugeValue, Gauges};
+pub use gauges::{GaugeValue, Gauges, Reading};
 pub use scope::{SyncScope, current_sync, in_sync};
 pub use stage::Stage;
 pub use step::Step;

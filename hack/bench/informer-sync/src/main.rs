@@ -20,6 +20,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::runtime::{reflector, watcher};
+use cache::ListerWatcher;
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +50,11 @@ enum Command {
         implementation: Impl,
         #[arg(long)]
         namespace: String,
+        /// Ours only: ask for JSON (`Wire::Json`, the binaries'
+        /// `--kube-api-content-type application/json`) instead of protobuf, the
+        /// default; the implementation's name gets `-json`.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -104,6 +110,11 @@ impl Impl {
 }
 
 impl Impl {
+    /// Whether this variant is ours (crates/runtime/cache).
+    fn uses_cache(self) -> bool {
+        self.uses_binaries_client() || matches!(self, Impl::OursPlain)
+    }
+
     /// Whether this variant runs on the controller binaries' client.
     fn uses_binaries_client(self) -> bool {
         matches!(
@@ -159,7 +170,8 @@ async fn run(cli: Cli, process_start: Instant) -> anyhow::Result<()> {
         Command::Sync {
             implementation,
             namespace,
-        } => sync(client, implementation, &namespace, process_start).await,
+            json,
+        } => sync(client, implementation, &namespace, json, process_start).await,
     }
 }
 
@@ -290,9 +302,16 @@ async fn sync(
     client: Client,
     implementation: Impl,
     namespace: &str,
+    json: bool,
     process_start: Instant,
 ) -> anyhow::Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    let name = if json {
+        anyhow::ensure!(implementation.uses_cache(), "--json is for ours-* only");
+        format!("{}-json", implementation.name())
+    } else {
+        implementation.name().to_string()
+    };
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let objects = match implementation {
@@ -304,10 +323,14 @@ async fn sync(
         | Impl::OursUntraced
         | Impl::OursPlain => {
             pipeline::global().set_enabled(!matches!(implementation, Impl::OursUntraced));
+            let wire = if json { cache::Wire::Json } else { cache::Wire::Protobuf };
             let lister_watcher = Arc::new(
-                cache::ApiListerWatcher::new(api).strip_managed_fields(matches!(implementation, Impl::OursStrip)),
+                cache::ApiListerWatcher::new(api)
+                    .strip_managed_fields(matches!(implementation, Impl::OursStrip))
+                    .wire(wire),
             );
-            let informer = cache::SharedIndexInformer::new("configmaps", lister_watcher, Duration::ZERO);
+            let informer =
+                cache::SharedIndexInformer::new("configmaps", lister_watcher.clone(), Duration::ZERO);
             informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
             if matches!(implementation, Impl::OursDeltafifo) {
                 informer.set_queue_kind(cache::QueueKind::DeltaFifo);
@@ -329,7 +352,9 @@ async fn sync(
             anyhow::ensure!(informer.wait_for_cache_sync(&cancel).await, "not synced");
             let elapsed = started.elapsed();
             let objects = informer.indexer().len();
-            report(implementation, elapsed, objects, process_start).await;
+            // What the server answered in (its Content-Type), not what was asked.
+            let answered = lister_watcher.answered_wire().map_or("-", |w| w.as_str());
+            report(&name, answered, elapsed, objects, process_start).await;
             cancel.cancel();
             objects
         }
@@ -364,7 +389,8 @@ async fn sync(
             reader.wait_until_ready().await.context("reflector writer dropped")?;
             let elapsed = started.elapsed();
             let objects = reader.len();
-            report(implementation, elapsed, objects, process_start).await;
+            // kube's Api asks for JSON only (Accept: application/json).
+            report(&name, "json", elapsed, objects, process_start).await;
             cancel.cancel();
             let _ = driver.await;
             objects
@@ -377,7 +403,8 @@ async fn sync(
 }
 
 async fn report(
-    implementation: Impl,
+    name: &str,
+    wire: &str,
     elapsed: Duration,
     objects: usize,
     process_start: Instant,
@@ -388,7 +415,8 @@ async fn report(
     println!(
         "{}",
         serde_json::json!({
-            "impl": implementation.name(),
+            "impl": name,
+            "wire": wire,
             "count": objects,
             "objects": objects,
             "sync_ms": (elapsed.as_secs_f64() * 1e4).round() / 10.0,

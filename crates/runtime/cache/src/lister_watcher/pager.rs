@@ -82,14 +82,15 @@ impl Pager {
     ///
     /// With a `protobuf` decoder, the pages are asked for as protobuf first (JSON if the
     /// server prefers it); the answer's `Content-Type` decides how each is read
-    /// ([`protobuf`](super::protobuf)).
+    /// ([`protobuf`](super::protobuf)), and is returned with the page (`true`:
+    /// protobuf).
     pub(crate) async fn list<K: Resource + DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
         strip_managed_fields: bool,
         shard_selector: Option<&str>,
         protobuf: Option<DecodeFn<K>>,
-    ) -> Result<ObjectList<K>, kube::Error> {
+    ) -> Result<(ObjectList<K>, bool), kube::Error> {
         let accept_protobuf = protobuf.is_some();
         let request = self.build(params, shard_selector, accept_protobuf)?;
         let uri = request.uri().to_string();
@@ -117,10 +118,11 @@ impl Pager {
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
         }
-        match protobuf.filter(|_| is_protobuf) {
-            Some(decode) => super::protobuf::page(&body, decode, strip_managed_fields),
-            None => decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError),
-        }
+        let page = match protobuf.filter(|_| is_protobuf) {
+            Some(decode) => super::protobuf::page(&body, decode, strip_managed_fields)?,
+            None => decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError)?,
+        };
+        Ok((page, is_protobuf))
     }
 
     fn build(
