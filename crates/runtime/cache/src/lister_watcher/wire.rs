@@ -5,7 +5,7 @@
 //! (`Accept: application/vnd.kubernetes.protobuf, application/json`) and the server
 //! answers JSON for what has no protobuf form (custom resources). The answer's
 //! `Content-Type` decides how it is read, so what was *asked* and what was *answered*
-//! can differ; [`Answered`] keeps the latter for the log line at the first answer, the
+//! can differ; the lister-watcher keeps the latter for the log line at the first answer, the
 //! pipeline page and tests.
 //!
 //! The process-wide choice is `KUBE_API_CONTENT_TYPE` ([`Wire::from_env`], named after
