@@ -224,7 +224,7 @@ where
             };
             let selector = shard.as_ref().and_then(|(s, _, r)| s.filter.selector(r));
             // With strip_managed_fields, the pager leaves them out of every item.
-            let (list, protobuf) = self
+            let (list, answered) = self
                 .pager
                 .list::<K>(
                     &params,
@@ -234,7 +234,7 @@ where
                 )
                 .await?;
             self.answered
-                .record(self.api.resource_url(), self.wire, protobuf);
+                .record(self.api.resource_url(), self.wire, answered);
             let items = match &shard {
                 Some((state, generation, ranges)) => {
                     if selector.is_some() && list.metadata.shard_info.is_some() {
@@ -313,11 +313,11 @@ where
                 );
             }
             let response = client.send(request.map(kube::client::Body::from)).await?;
-            let is_protobuf = protobuf::is_protobuf(response.headers());
+            let answered = Wire::of_response(response.headers());
             let body = pager::check_status(response).await?;
             self.answered
-                .record(self.api.resource_url(), self.wire, is_protobuf);
-            let events = match protobuf.filter(|_| is_protobuf) {
+                .record(self.api.resource_url(), self.wire, answered);
+            let events = match protobuf.filter(|_| answered == Wire::Protobuf) {
                 Some(decode) => protobuf::events::<K, _>(body, decode, strip),
                 None => watch_stream::events::<K, _>(body, strip),
             };

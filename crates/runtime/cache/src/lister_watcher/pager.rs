@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 use protowire::registry::DecodeFn;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
+use super::Wire;
 use super::json_scan::{self, next_value, skip_ws};
 use tokio::task::JoinHandle;
 
@@ -45,8 +46,8 @@ pub(crate) struct Pager {
     ahead: Mutex<Option<ReadAhead>>,
 }
 
-/// A response body, and whether its `Content-Type` said protobuf.
-type Answer = (Bytes, bool);
+/// A response body, and the wire its `Content-Type` says it is in.
+type Answer = (Bytes, Wire);
 
 /// A request for the next page, already sent.
 struct ReadAhead {
@@ -82,20 +83,19 @@ impl Pager {
     ///
     /// With a `protobuf` decoder, the pages are asked for as protobuf first (JSON if the
     /// server prefers it); the answer's `Content-Type` decides how each is read
-    /// ([`protobuf`](super::protobuf)), and is returned with the page (`true`:
-    /// protobuf).
+    /// ([`protobuf`](super::protobuf)), and is returned with the page.
     pub(crate) async fn list<K: Resource + DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
         strip_managed_fields: bool,
         shard_selector: Option<&str>,
         protobuf: Option<DecodeFn<K>>,
-    ) -> Result<(ObjectList<K>, bool), kube::Error> {
+    ) -> Result<(ObjectList<K>, Wire), kube::Error> {
         let accept_protobuf = protobuf.is_some();
         let request = self.build(params, shard_selector, accept_protobuf)?;
         let uri = request.uri().to_string();
         let ahead = self.ahead.lock().take();
-        let (body, is_protobuf) = match ahead {
+        let (body, wire) = match ahead {
             Some(mut ahead) if ahead.uri == uri => {
                 let response = (&mut ahead.response).await;
                 response.map_err(|e| kube::Error::Service(Box::new(e)))??
@@ -103,10 +103,9 @@ impl Pager {
             // A mismatch drops (aborts) the read-ahead.
             _ => fetch(self.client.clone(), request).await?,
         };
-        let token = if is_protobuf {
-            super::protobuf::continue_token(&body)
-        } else {
-            continue_token(&body)
+        let token = match wire {
+            Wire::Protobuf => super::protobuf::continue_token(&body),
+            Wire::Json => continue_token(&body),
         };
         if let Some(token) = token {
             let mut next = params.clone();
@@ -118,11 +117,11 @@ impl Pager {
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
         }
-        let page = match protobuf.filter(|_| is_protobuf) {
+        let page = match protobuf.filter(|_| wire == Wire::Protobuf) {
             Some(decode) => super::protobuf::page(&body, decode, strip_managed_fields)?,
             None => decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError)?,
         };
-        Ok((page, is_protobuf))
+        Ok((page, wire))
     }
 
     fn build(
@@ -157,9 +156,9 @@ impl Pager {
 /// `kube::Error::Api` with the server's `Status`, as `kube::Api` reports it.
 async fn fetch(client: Client, request: http::Request<Vec<u8>>) -> Result<Answer, kube::Error> {
     let response = client.send(request.map(kube::client::Body::from)).await?;
-    let is_protobuf = super::protobuf::is_protobuf(response.headers());
+    let wire = Wire::of_response(response.headers());
     let body = check_status(response).await?;
-    Ok((body.collect().await?.to_bytes(), is_protobuf))
+    Ok((body.collect().await?.to_bytes(), wire))
 }
 
 /// The body of a successful response; a non-2xx answer becomes `kube::Error::Api`

@@ -80,6 +80,16 @@ impl Wire {
         }
     }
 
+    /// The wire a response is in, by its `Content-Type` (protobuf for an envelope or a
+    /// watch's frames, JSON for anything else).
+    pub(crate) fn of_response(headers: &http::HeaderMap) -> Self {
+        if super::protobuf::is_protobuf(headers) {
+            Self::Protobuf
+        } else {
+            Self::Json
+        }
+    }
+
     /// The decoder to ask for protobuf with, if this wire and `K` allow it.
     pub(crate) fn decoder<K: 'static>(self) -> Option<protowire::registry::DecodeFn<K>> {
         match self {
@@ -112,12 +122,11 @@ pub(crate) struct Answered {
 }
 
 impl Answered {
-    /// An answer to `asked` for `resource` (its URL) came in protobuf or not.
-    pub(crate) fn record(&self, resource: &str, asked: Wire, protobuf: bool) {
-        let (code, answered) = if protobuf {
-            (1, Wire::Protobuf)
-        } else {
-            (2, Wire::Json)
+    /// An answer to `asked` for `resource` (its URL) came in `answered`.
+    pub(crate) fn record(&self, resource: &str, asked: Wire, answered: Wire) {
+        let code = match answered {
+            Wire::Protobuf => 1,
+            Wire::Json => 2,
         };
         if self.wire.swap(code, Ordering::Relaxed) != code {
             info!(
@@ -161,9 +170,9 @@ mod tests {
     fn the_answer_is_unknown_until_one_is_recorded_and_then_the_latest() {
         let answered = Answered::default();
         assert_eq!(answered.get(), None);
-        answered.record("/api/v1/configmaps", Wire::Protobuf, true);
+        answered.record("/api/v1/configmaps", Wire::Protobuf, Wire::Protobuf);
         assert_eq!(answered.get(), Some(Wire::Protobuf));
-        answered.record("/apis/example.com/v1/foos", Wire::Protobuf, false);
+        answered.record("/apis/example.com/v1/foos", Wire::Protobuf, Wire::Json);
         assert_eq!(answered.get(), Some(Wire::Json));
     }
 }
