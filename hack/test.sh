@@ -134,7 +134,7 @@ bg_start lints env CARGO_TARGET_DIR="$lint_target" bash -c '
   nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
   echo "==> cargo doc --workspace --no-deps --examples (RUSTDOCFLAGS=-D warnings)"
   RUSTDOCFLAGS="-D warnings" nice -n 19 cargo doc --workspace --no-deps --examples --locked
-  echo "==> hack/verify-protowire.sh (the generated protobuf decoders are not stale)"
+  echo "==> hack/verify-protowire.sh (the generated protobuf decoders and encoders are not stale)"
   nice -n 19 bash hack/verify-protowire.sh'
 
 # The one build: every test target and every binary with the workspace's feature set

@@ -154,7 +154,9 @@ impl FooSyncer {
         let mut changed = false;
 
         // 3. The Deployment, from the cache; create it when missing.
-        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        // Through the typed client: protobuf on the wire, as client-go's clientset.
+        let deployments =
+            gentype::Client::<Deployment>::new(Api::namespaced(self.client.clone(), namespace));
         let post = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
             ..PostParams::default()

@@ -173,7 +173,8 @@ impl MyWebReconciler {
     async fn ensure<K: Owned>(&self, web: &MyWeb, cache: &Lister<K>, mut desired: K) -> Result<K> {
         let namespace = desired.meta().namespace.clone().unwrap_or_default();
         let name = desired.meta().name.clone().unwrap_or_default();
-        let api: Api<K> = Api::namespaced(self.client.clone(), &namespace);
+        // Through the typed client: protobuf on the wire, as client-go's clientset.
+        let api = gentype::Client::<K>::new(Api::namespaced(self.client.clone(), &namespace));
         let failed = |action: &'static str, source| {
             Error::Api(ApiError::new(action, &namespace, &name, source))
         };

@@ -20,7 +20,8 @@
 //!   stale cache.
 //! * [`ResponseLog`] records the method, path and status of every response, so a test
 //!   can count, say, the `409 AlreadyExists` answers to `POST .../deployments` or the
-//!   `409 Conflict` answers to `PUT .../foos/<name>/status`.
+//!   `409 Conflict` answers to `PUT .../foos/<name>/status`, and the content types of
+//!   the request body and the answer (which wire a write was sent and answered in).
 //!
 //! # Why a client-side layer and not a proxy
 //!
@@ -394,6 +395,10 @@ pub struct LoggedResponse {
     pub path: String,
     /// The response's status.
     pub status: StatusCode,
+    /// The request body's `Content-Type` (a write's wire), if it had one.
+    pub request_content_type: Option<String>,
+    /// The response's `Content-Type` (the wire the server answered in), if any.
+    pub content_type: Option<String>,
 }
 
 impl LoggedResponse {
@@ -503,9 +508,10 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let method = request.method().clone();
         let path = request.uri().path().to_string();
+        let content_type = content_type(request.headers());
         ResponseLogFuture {
             inner: Box::pin(self.inner.call(request)),
-            request: Some((method, path)),
+            request: Some((method, path, content_type)),
             log: self.log.clone(),
         }
     }
@@ -514,8 +520,15 @@ where
 /// The response future of [`ResponseLogService`].
 pub struct ResponseLogFuture<F> {
     inner: Pin<Box<F>>,
-    request: Option<(Method, String)>,
+    request: Option<(Method, String, Option<String>)>,
     log: ResponseLog,
+}
+
+fn content_type(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 impl<F> fmt::Debug for ResponseLogFuture<F> {
@@ -534,11 +547,15 @@ where
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let result = ready!(self.inner.as_mut().poll(cx));
-        if let (Ok(response), Some((method, path))) = (&result, self.request.take()) {
+        if let (Ok(response), Some((method, path, request_content_type))) =
+            (&result, self.request.take())
+        {
             self.log.lock().push(LoggedResponse {
                 method,
                 path,
                 status: response.status(),
+                request_content_type,
+                content_type: content_type(response.headers()),
             });
         }
         Poll::Ready(result)

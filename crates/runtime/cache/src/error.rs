@@ -39,12 +39,6 @@ pub enum Error {
     /// A setting that must be made before the informer starts was made after.
     #[error("{0}: the informer has already started")]
     AlreadyStarted(&'static str),
-    /// A content type that is neither protobuf nor JSON (`--kube-api-content-type`,
-    /// `KUBE_API_CONTENT_TYPE`; see [`crate::Wire`]).
-    #[error(
-        "unknown content type {0:?}: expected application/vnd.kubernetes.protobuf (or protobuf) or application/json (or json)"
-    )]
-    UnknownContentType(String),
     /// The API server or the connection to it failed.
     #[error(transparent)]
     Kube(#[from] kube::Error),

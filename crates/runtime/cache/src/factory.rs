@@ -134,13 +134,13 @@ impl fmt::Debug for SharedInformerFactory {
 impl SharedInformerFactory {
     /// A factory whose informers use `client` and, for handlers without a period of
     /// their own, `default_resync_period` (zero: no resync). They ask for the process's
-    /// wire ([`Wire::from_env`]) unless [`with_wire`](Self::with_wire) says otherwise.
+    /// wire ([`Wire::process_default`]) unless [`with_wire`](Self::with_wire) says otherwise.
     pub fn new(client: Client, default_resync_period: Duration) -> Self {
         Self {
             client,
             default_resync_period,
             strip_managed_fields: false,
-            wire: Wire::from_env(),
+            wire: Wire::process_default(),
             shard_ranges: None,
             informers: Arc::new(Mutex::new(HashMap::new())),
             shard_filters: Arc::new(Mutex::new(Vec::new())),

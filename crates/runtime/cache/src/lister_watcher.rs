@@ -131,7 +131,7 @@ impl<K> fmt::Debug for ApiListerWatcher<K> {
 
 impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
     /// Lists and watches everything `api` can see, on the process's wire
-    /// ([`Wire::from_env`]: protobuf unless `KUBE_API_CONTENT_TYPE` says JSON).
+    /// ([`Wire::process_default`]: protobuf unless the process or `KUBE_API_CONTENT_TYPE` says JSON).
     pub fn new(api: Api<K>) -> Self {
         Self {
             pager: Pager::new(api.clone().into_client(), api.resource_url()),
@@ -139,7 +139,7 @@ impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
             label_selector: None,
             field_selector: None,
             strip_managed_fields: false,
-            wire: Wire::from_env(),
+            wire: Wire::process_default(),
             answered: Answered::default(),
             shard: None,
         }

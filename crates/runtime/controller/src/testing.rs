@@ -9,7 +9,8 @@
 //! an [`ApiAction`].
 //!
 //! Default answers keep a sync going: create, update and patch echo the request body
-//! back (so the typed call decodes its own object), get answers 404 NotFound, delete
+//! back (in JSON; a protobuf body, as the typed clients of `gentype` send for built-in
+//! types, is recorded and echoed as the JSON of the same object) (so the typed call decodes its own object), get answers 404 NotFound, delete
 //! answers Success. [`FakeApi::fail_next`] scripts an API error (a 409 Conflict, a 500)
 //! for the next matching call, [`FakeApi::respond_next`] the object it answers with. It is not an API server: nothing is stored, nothing is
 //! validated. Anything that needs the server's behaviour belongs in an e2e test on the
@@ -216,8 +217,33 @@ async fn handle(
         Ok(collected) => collected.to_bytes(),
         Err(err) => return status_response(400, "BadRequest", &format!("unreadable body: {err}")),
     };
+    let protobuf = matches!(
+        protowire::media_type(
+            parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+        ),
+        protowire::MediaType::Protobuf
+    );
     let body: Option<Value> = if bytes.is_empty() {
         None
+    } else if protobuf {
+        // A typed client's create or update of a built-in type: recorded (and echoed)
+        // as the JSON the same object would have been sent as.
+        match protowire::registry::to_json(&bytes) {
+            Some(Ok(v)) => Some(v),
+            Some(Err(err)) => {
+                return status_response(400, "BadRequest", &format!("body is not protobuf: {err}"));
+            }
+            None => {
+                return status_response(
+                    415,
+                    "UnsupportedMediaType",
+                    "a protobuf body of a kind FakeApi cannot read",
+                );
+            }
+        }
     } else {
         match serde_json::from_slice(&bytes) {
             Ok(v) => Some(v),

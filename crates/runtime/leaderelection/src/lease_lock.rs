@@ -44,7 +44,8 @@ use crate::resource_lock::{LockError, LockRecord, ResourceLock};
 /// ```
 #[derive(Clone)]
 pub struct LeaseLock {
-    api: Api<Lease>,
+    /// Protobuf on the wire, as client-go's typed Lease client speaks.
+    api: gentype::Client<Lease>,
     namespace: String,
     name: String,
     identity: String,
@@ -60,7 +61,7 @@ impl LeaseLock {
     ) -> Self {
         let namespace = namespace.into();
         Self {
-            api: Api::namespaced(client, &namespace),
+            api: gentype::Client::new(Api::namespaced(client, &namespace)),
             namespace,
             name: name.into(),
             identity: identity.into(),

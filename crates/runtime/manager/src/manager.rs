@@ -189,13 +189,16 @@ impl Manager {
         }
         throttle.register(&metrics.registry);
         let shard = new_shard(&args, &client, &metrics)?;
+        // The process's wire, before any client is built: the informers and the typed
+        // clients the controllers write through (gentype) both follow it.
+        cache::Wire::set_process_default(args.client.kube_api_content_type);
         let mut factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
             .with_strip_managed_fields(!args.run.keep_managed_fields)
             .with_wire(args.client.kube_api_content_type);
         // What is asked; each informer logs what the server answers at its first list.
         info!(
             content_type = args.client.kube_api_content_type.content_type(),
-            "informers ask for {} (built-in types; custom resources are JSON)",
+            "informers and clients ask for {} (built-in types; custom resources are JSON)",
             args.client.kube_api_content_type.as_str()
         );
         if let Some(shard) = &shard {

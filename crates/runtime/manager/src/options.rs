@@ -47,10 +47,11 @@ pub struct ClientArgs {
     #[arg(long, env = "DISABLE_HTTP2", value_parser = clap::builder::FalseyValueParser::new())]
     pub disable_http2: bool,
 
-    /// What the informers ask the API server for (client-go's rest.Config ContentType,
-    /// kube-controller-manager's flag of the same name): application/vnd.kubernetes.protobuf
-    /// (or protobuf), for the built-in types, as client-go does; custom resources are
-    /// JSON either way. application/json (or json) asks JSON for everything.
+    /// What the informers and the controllers' typed clients ask the API server for and
+    /// write (client-go's rest.Config ContentType, kube-controller-manager's flag of the
+    /// same name): application/vnd.kubernetes.protobuf (or protobuf), for the built-in
+    /// types, as client-go does; custom resources are JSON either way.
+    /// application/json (or json) speaks JSON for everything.
     #[arg(
         long,
         env = "KUBE_API_CONTENT_TYPE",

@@ -1,4 +1,5 @@
-//! The envelope around every protobuf answer of the API server: the four bytes
+//! The envelope around every protobuf answer of the API server (and every protobuf
+//! request body a client sends, [`encode`]): the four bytes
 //! `k8s\0`, then a `runtime.Unknown` message whose `typeMeta` names the kind and whose
 //! `raw` holds the object (apimachinery `pkg/runtime/serializer/protobuf/protobuf.go`).
 //! A list has one envelope for the whole list; its items are bare messages. An error
@@ -124,6 +125,33 @@ pub fn decode(body: &[u8]) -> Result<Unknown<'_>, DecodeError> {
     Ok(unknown)
 }
 
+/// Encodes an envelope, as apimachinery's protobuf serializer writes a request or an
+/// answer: `k8s\0`, then `runtime.Unknown{1: typeMeta{1: apiVersion, 2: kind}, 2: raw,
+/// 3: contentEncoding "", 4: contentType ""}` (`runtime.Unknown.NestedMarshalTo`
+/// writes the two empty strings too). `raw` is the object's message
+/// ([`crate::encode::Encode`]); [`crate::encode::object`] writes both at once.
+pub fn encode(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    encode_with(api_version, kind, |out| out.extend_from_slice(raw))
+}
+
+/// [`encode`] with `raw` appended in place by `write_raw`: no copy of the object.
+pub(crate) fn encode_with(
+    api_version: &str,
+    kind: &str,
+    write_raw: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
+    use crate::encode::{len_delimited, write_bytes};
+    let mut out = MAGIC.to_vec();
+    len_delimited(&mut out, 1, |out| {
+        write_bytes(out, 1, api_version.as_bytes());
+        write_bytes(out, 2, kind.as_bytes());
+    });
+    len_delimited(&mut out, 2, write_raw);
+    write_bytes(&mut out, 3, b"");
+    write_bytes(&mut out, 4, b"");
+    out
+}
+
 fn type_meta(mut r: Reader<'_>) -> Result<TypeMeta<'_>, DecodeError> {
     let mut meta = TypeMeta::default();
     while let Some((field, wire_type)) = r.key()? {
@@ -169,6 +197,26 @@ mod tests {
             }
         );
         assert_eq!(unknown.raw, b"\x30\x9a\x03");
+    }
+
+    #[test]
+    fn an_encoded_envelope_is_the_servers_and_decodes() {
+        assert_eq!(
+            encode("v1", "Status", b"\x30\x9a\x03"),
+            status_envelope(b"\x30\x9a\x03")
+        );
+        let raw = vec![7u8; 300];
+        let body = encode("coordination.k8s.io/v1", "Lease", &raw);
+        let unknown = decode(&body).expect("valid");
+        assert_eq!(
+            unknown.type_meta,
+            TypeMeta {
+                api_version: "coordination.k8s.io/v1",
+                kind: "Lease"
+            }
+        );
+        assert_eq!(unknown.raw, raw);
+        assert_eq!(decode(&encode("v1", "Pod", b"")).expect("valid").raw, b"");
     }
 
     #[test]

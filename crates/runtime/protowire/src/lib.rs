@@ -5,24 +5,29 @@
 //! several times cheaper than JSON, and on a small machine its JSON encoding is the
 //! bottleneck of a large list (docs/benchmarks.md). Custom resources have no protobuf
 //! schema; for them the server answers JSON whatever we ask, so a client always looks at
-//! the answer's `Content-Type` ([`media_type`]) and never at what it asked for.
+//! the answer's `Content-Type` ([`media_type`]) and never at what it asked for. The typed
+//! clients also send built-in objects they create or update as protobuf
+//! ([`encode::object`], with `Content-Type:` [`PROTOBUF`]): the server decodes protobuf
+//! cheaper too.
 //!
 //! What is on the wire (apimachinery `pkg/runtime/serializer/protobuf`):
 //!
-//! | answer | bytes | here |
+//! | message | bytes | here |
 //! |---|---|---|
 //! | one object, a list, an error `Status` | `k8s\0` + `runtime.Unknown{typeMeta, raw}` | [`envelope`] |
 //! | a watch (`;stream=watch`) | frames: 4-byte big-endian length + `WatchEvent{type, object{raw}}`, whose `raw` is again an envelope | [`frame`], [`watch`] |
 //! | a list's `ListMeta`, an error's `Status` | `meta/v1` messages | [`meta`] |
 //! | the messages inside | protobuf fields, read without copying | [`wire`] |
 //! | the objects | k8s-openapi structs, the same as the JSON path gives | [`decode`](mod@decode), [`generated`] |
+//! | a request body (create, update) | the same envelope around an object's message, from a k8s-openapi struct | [`encode`](mod@encode), [`generated_encode`], [`envelope::encode`] |
 //!
 //! # Why hand-written
 //!
 //! The reader is about a hundred lines of varints and lengths; the decoders built on it
-//! write straight into k8s-openapi's structs, the types the rest of the project (and
-//! kube-rs users) already use. prost-generated types (the k8s-pb crate) would be a second
-//! set of structs per object and a conversion pass, twice the allocations, and they lag
+//! write straight into k8s-openapi's structs, and the encoders read straight from them:
+//! the types the rest of the project (and kube-rs users) already use. prost-generated
+//! types (the k8s-pb crate) would be a second set of structs per object and a
+//! conversion pass each way, twice the allocations, and they lag
 //! Kubernetes releases (k8s-pb 0.9 has 1.35's messages, without 1.37's
 //! `ListMeta.shardInfo`).
 //!
@@ -40,9 +45,11 @@
 #![forbid(unsafe_code)]
 
 pub mod decode;
+pub mod encode;
 pub mod envelope;
 pub mod frame;
 pub mod generated;
+pub mod generated_encode;
 pub mod list;
 pub mod meta;
 pub mod registry;
@@ -50,6 +57,7 @@ pub mod watch;
 pub mod wire;
 
 pub use decode::{Message, decode};
+pub use encode::Encode;
 pub use envelope::{ACCEPT, MediaType, PROTOBUF, Unknown, media_type};
 pub use frame::FrameReader;
 pub use watch::WatchEvent;

@@ -127,7 +127,8 @@ where
         + Clone
         + Serialize
         + DeserializeOwned
-        + std::fmt::Debug,
+        + std::fmt::Debug
+        + 'static,
 {
     let mut event = event.clone();
     event.meta_mut().resource_version = None;
@@ -146,8 +147,10 @@ pub(crate) async fn patch_event<K>(
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone
+        + Serialize
         + DeserializeOwned
-        + std::fmt::Debug,
+        + std::fmt::Debug
+        + 'static,
 {
     let name = event.meta().name.as_deref().unwrap_or_default();
     if name.is_empty() {
@@ -158,9 +161,16 @@ where
         .await?)
 }
 
-fn api_for<K>(client: &kube::Client, event: &K) -> Api<K>
+/// The typed client for `event`'s namespace: protobuf on the wire, as client-go's
+/// typed Events clients speak (gentype).
+fn api_for<K>(client: &kube::Client, event: &K) -> gentype::Client<K>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug
+        + 'static,
 {
     let namespace = event
         .meta()
@@ -168,7 +178,7 @@ where
         .as_deref()
         .filter(|ns| !ns.is_empty())
         .unwrap_or(crate::event::NAMESPACE_DEFAULT);
-    Api::namespaced(client.clone(), namespace)
+    gentype::Client::new(Api::namespaced(client.clone(), namespace))
 }
 
 /// core/v1 Events through kube: `POST /api/v1/namespaces/{ns}/events` and a

@@ -139,6 +139,17 @@ async fn run_scenario(prefix: &str, options: &LoopOptions) -> anyhow::Result<Cou
         writes: log.count(LoggedResponse::is_write),
     };
     println!("{prefix}: {counts:?} in {:?}", started.elapsed());
+    // The Deployments were written on the process's wire (gentype): protobuf bodies by
+    // default, JSON in the rerun with KUBE_API_CONTENT_TYPE=application/json.
+    let wire = gentype::Wire::process_default().content_type();
+    for create in log.entries().iter().filter(|r| is_deployment_create(r)) {
+        let sent = create.request_content_type.as_deref().unwrap_or_default();
+        assert_eq!(
+            sent.split(';').next(),
+            Some(wire),
+            "{create}: body sent as {sent}"
+        );
+    }
     // Each Foo: its Deployment created, its status written (the log sees every write).
     assert!(counts.writes >= counts.creates + FOOS, "{counts:?}");
     Ok(counts)

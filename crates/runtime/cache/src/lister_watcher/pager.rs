@@ -29,7 +29,7 @@
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use kube::api::ListParams;
-use kube::core::{ListMeta, ObjectList, Request, Status};
+use kube::core::{ListMeta, ObjectList, Request};
 use kube::{Client, Resource};
 use parking_lot::Mutex;
 use protowire::registry::DecodeFn;
@@ -161,29 +161,7 @@ async fn fetch(client: Client, request: http::Request<Vec<u8>>) -> Result<Answer
     Ok((body.collect().await?.to_bytes(), wire))
 }
 
-/// The body of a successful response; a non-2xx answer becomes `kube::Error::Api`
-/// with the server's `Status` (or one made from a body that is not a `Status`, as a
-/// proxy may send), as `kube::Api` reports it.
-pub(crate) async fn check_status(
-    response: http::Response<kube::client::Body>,
-) -> Result<kube::client::Body, kube::Error> {
-    let status = response.status();
-    if !status.is_client_error() && !status.is_server_error() {
-        return Ok(response.into_body());
-    }
-    let is_protobuf = super::protobuf::is_protobuf(response.headers());
-    let body = response.into_body().collect().await?.to_bytes();
-    let decoded = if is_protobuf {
-        super::protobuf::status(&body)
-    } else {
-        serde_json::from_slice::<Status>(&body).ok()
-    };
-    let status = decoded.unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(&body);
-        Status::failure(text.trim(), "Failed to parse error data").with_code(status.as_u16())
-    });
-    Err(kube::Error::Api(status.boxed()))
-}
+pub(crate) use gentype::response::check_status;
 
 /// Decodes a list response. With `strip_managed_fields`, the objects'
 /// `metadata.managedFields` are cut out of the bytes first (see

@@ -29,7 +29,7 @@ use futures::StreamExt;
 use http_body::Body;
 use kube::api::WatchEvent;
 use kube::core::watch::{Bookmark, BookmarkMeta};
-use kube::core::{ListMeta, ObjectList, Status, TypeMeta};
+use kube::core::{ListMeta, ObjectList, TypeMeta};
 use kube::{Resource, ResourceExt};
 use protowire::registry::DecodeFn;
 use protowire::{DecodeError, FrameReader, Reader};
@@ -41,41 +41,6 @@ use super::watch_stream::{self, Decoded, EventDecoder};
 /// off and lists or watches again.
 fn error(e: DecodeError) -> kube::Error {
     kube::Error::ReadEvents(io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// Whether a response's `Content-Type` says protobuf (an envelope, or a watch's
-/// frames: `;stream=watch`).
-pub(crate) fn is_protobuf(headers: &http::HeaderMap) -> bool {
-    let content_type = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    matches!(
-        protowire::media_type(content_type),
-        protowire::MediaType::Protobuf | protowire::MediaType::ProtobufWatch
-    )
-}
-
-/// A protobuf error body (`k8s\0` + `Status`) as kube's `Status`; `None` if it is not
-/// one.
-pub(crate) fn status(body: &[u8]) -> Option<Status> {
-    let unknown = protowire::envelope::decode(body).ok()?;
-    if unknown.type_meta.kind != "Status" {
-        return None;
-    }
-    let status = protowire::meta::status(Reader::new(unknown.raw)).ok()?;
-    Some(kube_status(status))
-}
-
-fn kube_status(status: protowire::meta::Status) -> Status {
-    let mut out = if status.status == "Success" {
-        Status::success()
-    } else {
-        Status::failure(&status.message, &status.reason)
-    };
-    out.message = status.message;
-    out.reason = status.reason;
-    out.code = u16::try_from(status.code).unwrap_or(0);
-    out
 }
 
 /// The non-empty continue token of a protobuf list page, read from its head.
@@ -205,7 +170,7 @@ impl<K: Resource> Frames<K> {
             "ERROR" => {
                 let status =
                     protowire::meta::status(Reader::new(event.object.raw)).map_err(error)?;
-                WatchEvent::Error(Box::new(kube_status(status)))
+                WatchEvent::Error(Box::new(gentype::response::kube_status(status)))
             }
             other => {
                 return Err(error(DecodeError::InvalidValue {

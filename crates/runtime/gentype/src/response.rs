@@ -1,0 +1,56 @@
+//! Reading the API server's answer on either wire: the body of a success, and an error
+//! `Status` in JSON or protobuf turned into `kube::Error::Api`, so a 409 is a 409 and a
+//! 404 a 404 whatever the wire (the controllers branch on those codes).
+
+use http_body_util::BodyExt;
+use kube::core::Status;
+use protowire::Reader;
+
+use crate::Wire;
+
+/// The body of a successful response; a non-2xx answer becomes `kube::Error::Api`
+/// with the server's `Status` (or one made from a body that is not a `Status`, as a
+/// proxy may send), as `kube::Api` reports it.
+pub async fn check_status(
+    response: http::Response<kube::client::Body>,
+) -> Result<kube::client::Body, kube::Error> {
+    let code = response.status();
+    if !code.is_client_error() && !code.is_server_error() {
+        return Ok(response.into_body());
+    }
+    let wire = Wire::of_response(response.headers());
+    let body = response.into_body().collect().await?.to_bytes();
+    let decoded = match wire {
+        Wire::Protobuf => protobuf_status(&body),
+        Wire::Json => serde_json::from_slice::<Status>(&body).ok(),
+    };
+    let status = decoded.unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body);
+        Status::failure(text.trim(), "Failed to parse error data").with_code(code.as_u16())
+    });
+    Err(kube::Error::Api(status.boxed()))
+}
+
+/// A protobuf error body (`k8s\0` + `Status`) as kube's `Status`; `None` if it is not
+/// one.
+pub fn protobuf_status(body: &[u8]) -> Option<Status> {
+    let unknown = protowire::envelope::decode(body).ok()?;
+    if unknown.type_meta.kind != "Status" {
+        return None;
+    }
+    let status = protowire::meta::status(Reader::new(unknown.raw)).ok()?;
+    Some(kube_status(status))
+}
+
+/// A decoded protobuf `Status` (an error answer, a watch's ERROR event) as kube's.
+pub fn kube_status(status: protowire::meta::Status) -> Status {
+    let mut out = if status.status == "Success" {
+        Status::success()
+    } else {
+        Status::failure(&status.message, &status.reason)
+    };
+    out.message = status.message;
+    out.reason = status.reason;
+    out.code = u16::try_from(status.code).unwrap_or(0);
+    out
+}
