@@ -118,17 +118,34 @@ pub trait EventSink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Event, SinkError>> + Send;
 }
 
-/// Creates `event` in its namespace (`default` when it has none), without a
-/// resourceVersion (as client-go: a create never carries one). Shared by the core/v1
-/// and events.k8s.io/v1 sinks.
-pub(crate) async fn create_event<K>(client: &kube::Client, event: &K) -> Result<K, SinkError>
-where
+/// What both sinks write: a core/v1 or an events.k8s.io/v1 Event, through the typed
+/// client ([`gentype::Client`]).
+pub(crate) trait EventObject:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + std::fmt::Debug
+    + 'static
+{
+}
+
+impl<K> EventObject for K where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone
         + Serialize
         + DeserializeOwned
         + std::fmt::Debug
-        + 'static,
+        + 'static
+{
+}
+
+/// Creates `event` in its namespace (`default` when it has none), without a
+/// resourceVersion (as client-go: a create never carries one). Shared by the core/v1
+/// and events.k8s.io/v1 sinks.
+pub(crate) async fn create_event<K>(client: &kube::Client, event: &K) -> Result<K, SinkError>
+where
+    K: EventObject,
 {
     let mut event = event.clone();
     event.meta_mut().resource_version = None;
@@ -145,12 +162,7 @@ pub(crate) async fn patch_event<K>(
     patch: &Patch<&serde_json::Value>,
 ) -> Result<K, SinkError>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + std::fmt::Debug
-        + 'static,
+    K: EventObject,
 {
     let name = event.meta().name.as_deref().unwrap_or_default();
     if name.is_empty() {
@@ -165,12 +177,7 @@ where
 /// typed Events clients speak (gentype).
 fn api_for<K>(client: &kube::Client, event: &K) -> gentype::Client<K>
 where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + std::fmt::Debug
-        + 'static,
+    K: EventObject,
 {
     let namespace = event
         .meta()
