@@ -184,13 +184,16 @@ phase "cargo test (unit, integration, e2e and doc tests)" \
 # (hack/with-control-plane.sh).
 bg_start reruns bash -c '
   set -e
-  echo "==> the cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta), and"
-  echo "    with the Foo controller e2e suite on JSON (KUBE_API_CONTENT_TYPE=application/json)"
+  echo "==> the cache informer suites again on the DeltaFIFO (CACHE_TEST_QUEUE=delta) and the"
+  echo "    plain RealFIFO (CACHE_TEST_QUEUE=real), and with the Foo controller e2e suite on"
+  echo "    JSON (KUBE_API_CONTENT_TYPE=application/json)"
   CACHE_TEST_QUEUE=delta KUBE_API_CONTENT_TYPE=application/json \
     bash hack/with-control-plane.sh bash -c "set -e
     source hack/lib/test-binaries.sh
     run_test_binaries cache informer informer_sync informer_watch_list informer_freshness \
       e2e_informer e2e_pager
+    CACHE_TEST_QUEUE=real run_test_binaries cache informer informer_sync informer_watch_list \
+      informer_freshness e2e_informer e2e_pager
     run_test_binaries foo-controller e2e"
   echo "==> the e2e suites of the cache, the Foo controller and testenv (api) on the oldest release"
   while [ ! -e "$1" ]; do sleep 2; done

@@ -2,7 +2,8 @@
 //! (docs/tutorial/02-reflector-and-fifo.md).
 //!
 //! Two pipelines side by side against a real API server: a [`Reflector`] feeding a
-//! [`DeltaFifo`], and one feeding a [`RealFifo`] (client-go's default since 1.33). The
+//! [`DeltaFifo`], and one feeding a plain [`RealFifo`] (client-go's default from 1.33 to
+//! 1.35; 1.36's default, the atomic one, is chapter 3's). The
 //! example plays the informer's part itself: it pops each FIFO, applies what it pops
 //! to a store (an [`Indexer`]), and prints every pop. Three steps, on ConfigMaps in a
 //! namespace of its own:

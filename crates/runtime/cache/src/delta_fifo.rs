@@ -22,8 +22,12 @@
 //!    that has nothing queued, which makes handlers see every object again
 //!    periodically (level-triggered controllers use it as a safety net).
 //!
-//! Consecutive `Deleted` deltas collapse into one (keeping the one with the most
-//! information), so a tombstone never follows a real deletion.
+//! Two `Deleted` deltas in a row collapse into one, exactly as client-go's
+//! `dedupDeltas` / `isDeletionDup` do: the *earlier* deletion is kept, unless it is a
+//! tombstone, in which case the later one is. So a real final state always beats a
+//! tombstone (whichever came first), a tombstone never follows a real deletion, and
+//! of two real deletions the first one reported stays (the second carries nothing a
+//! handler needs: the object is gone either way).
 //!
 //! [`DeltaFifo::pop`] calls its processing function *while holding the queue's lock*,
 //! as client-go does: a `replace` or `resync` can then never look at the indexer
@@ -237,9 +241,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// client-go's `Replace`, minus the part `replace_page` already did.
     ///
     /// A key whose newest queued delta is already a deletion is tombstoned too, as
-    /// client-go's DeltaFIFO does, and the tombstone collapses into that deletion
-    /// (`dedupDeltas`); the RealFIFO leaves such a key alone
-    /// ([`crate::replacement`] compares the two).
+    /// client-go's DeltaFIFO does, and the two deletions collapse into one
+    /// (`dedupDeltas`: a queued real deletion stays; a queued tombstone gives way to
+    /// the new one, which carries the same last state); the RealFIFO leaves such a
+    /// key alone ([`crate::replacement`] compares the two).
     pub fn finish_replace(&self, replacement: Replacement) -> Result<()> {
         let mut st = self.state.lock();
         let tombstones = replacement.tombstones(
@@ -377,18 +382,22 @@ impl<K> Queued<K> for &State<K> {
     }
 }
 
-/// Collapses the last two deltas when both are deletions, keeping the more
-/// informative one (a real final state beats a tombstone): client-go's `dedupDeltas`.
+/// Collapses the last two deltas when both are deletions: client-go's `dedupDeltas`
+/// with its `isDeletionDup`. The earlier deletion is kept unless it is a tombstone
+/// ([`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)); then the later
+/// one is. A real final state thus always wins over a tombstone, and of two real
+/// deletions (or two tombstones) the rule keeps what client-go keeps: the first real
+/// one, the last tombstone.
 fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
     let n = deltas.len();
     if n < 2 {
         return;
     }
-    if let (Delta::Deleted(_), Delta::Deleted(last)) = (&deltas[n - 2], &deltas[n - 1]) {
-        if last.is_tombstone() {
-            deltas.pop(); // keep the earlier, more informative deletion
+    if let (Delta::Deleted(earlier), Delta::Deleted(_)) = (&deltas[n - 2], &deltas[n - 1]) {
+        if earlier.is_tombstone() {
+            deltas.remove(n - 2); // a tombstone gives way to the later deletion
         } else {
-            deltas.remove(n - 2);
+            deltas.pop(); // the earlier real deletion stays
         }
     }
 }

@@ -10,6 +10,7 @@
 //! [`start`](SharedInformerFactory::start) once and waits for
 //! [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync).
 
+use crate::informer_metrics::InformerNameAndResource;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
@@ -91,6 +92,9 @@ pub struct SharedInformerFactory {
     default_resync_period: Duration,
     strip_managed_fields: bool,
     wire: Wire,
+    /// The name informers are known by in the informer metrics (client-go's
+    /// `InformerName`); `None`: no informer metrics.
+    name: Option<String>,
     shard_ranges: Option<ShardRanges>,
     informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
     /// The sharded informers handed out so far.
@@ -141,6 +145,7 @@ impl SharedInformerFactory {
             default_resync_period,
             strip_managed_fields: false,
             wire: Wire::process_default(),
+            name: None,
             shard_ranges: None,
             informers: Arc::new(Mutex::new(HashMap::new())),
             shard_filters: Arc::new(Mutex::new(Vec::new())),
@@ -161,6 +166,15 @@ impl SharedInformerFactory {
     /// either way.
     pub fn with_wire(mut self, wire: Wire) -> Self {
         self.wire = wire;
+        self
+    }
+
+    /// Names the informers handed out from now on in the informer metrics
+    /// ([`crate::informer_metrics`]): client-go's `InformerName` (the binaries use their
+    /// own name). Each (name, resource) gets one set of series: a second informer of
+    /// the same resource reports none, as in client-go.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -256,6 +270,14 @@ impl SharedInformerFactory {
             Arc::new(lister_watcher),
             self.default_resync_period,
         );
+        if let Some(factory_name) = &self.name {
+            informer.set_metrics_identity(InformerNameAndResource {
+                name: factory_name.clone(),
+                group: K::group(&()).into_owned(),
+                version: K::version(&()).into_owned(),
+                resource: K::plural(&()).into_owned(),
+            });
+        }
         if let Some(filter) = sharded {
             let indexer = informer.indexer().clone();
             self.shard_filters.lock().push(ShardedInformer {

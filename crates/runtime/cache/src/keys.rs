@@ -33,7 +33,8 @@ pub(crate) type KeyMap<V> = HashMap<Arc<str>, V, KeyHasher>;
 /// A namespace and a name: client-go's `cache.ObjectName`.
 ///
 /// `Display` gives the key (`ns/name`, or `name` when the namespace is empty), and
-/// `FromStr` parses one.
+/// `FromStr` parses one (client-go's `ParseObjectName`, but refusing an empty name:
+/// see [`split_meta_namespace_key`]).
 ///
 /// ```
 /// use cache::ObjectName;
@@ -128,15 +129,32 @@ pub(crate) fn write_meta_namespace_key<K: Resource>(obj: &K, buf: &mut String) -
 }
 
 /// Splits a key into `(namespace, name)`; the namespace is empty for cluster-scoped
-/// keys. An error for more than one `/` or an empty name: client-go's
-/// `SplitMetaNamespaceKey`.
+/// keys (and for `/name`). client-go's `SplitMetaNamespaceKey`, an error for more
+/// than one `/` as there, with one departure on purpose.
+///
+/// **Stricter than client-go: an empty name is an error.** client-go splits on `/`
+/// and checks only the number of parts, so it accepts `"ns/"` (namespace `ns`, name
+/// `""`), `"/"` and `""` (both: no namespace, name `""`). No object has an empty
+/// name (the API server refuses one), so such a key can only come from a bug in
+/// whoever built it; here it is an [`Error::InvalidKey`] that says so, where
+/// client-go's `Lister(ns).Get("")` would answer "not found" and a sync handler
+/// would quietly drop the key as deleted. Two things rely on the rule:
+/// [`Lister::get_by_key`](crate::Lister::get_by_key) reports such keys as invalid,
+/// never as not found (`tests/lister.rs`, `malformed_keys_are_not_not_found`), and the
+/// `object_key` fuzz target (`fuzz/fuzz_targets/object_key.rs`, docs/reliability.md)
+/// checks that a key splits exactly when it has at most one `/` and a non-empty name.
+/// [`ObjectName`]'s `FromStr` (client-go's `ParseObjectName`) shares the rule;
+/// `tests/clientgo_store.rs` (`TestObjectNames`) asserts it against client-go's test.
 ///
 /// ```
 /// use cache::split_meta_namespace_key;
 ///
 /// assert_eq!(split_meta_namespace_key("default/foo").unwrap(), ("default", "foo"));
 /// assert_eq!(split_meta_namespace_key("node-1").unwrap(), ("", "node-1"));
+/// assert_eq!(split_meta_namespace_key("/node-1").unwrap(), ("", "node-1"));
 /// assert!(split_meta_namespace_key("a/b/c").is_err());
+/// // client-go: Ok(("ns", "")); here an error (see above).
+/// assert!(split_meta_namespace_key("ns/").is_err());
 /// ```
 pub fn split_meta_namespace_key(key: &str) -> Result<(&str, &str)> {
     let invalid = || Error::InvalidKey {

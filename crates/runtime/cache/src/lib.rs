@@ -11,7 +11,8 @@
 //! | `Delta`, `DeltaType`, `DeletedFinalStateUnknown` | [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`] (and [`DeletedObject`]) |
 //! | `KeyListerGetter` (a FIFO's `KnownObjects`), `TransformFunc` | [`KeyListerGetter`], [`TransformFunc`] |
 //! | `DeltaFIFO` | [`DeltaFifo`]                 |
-//! | `RealFIFO` (the informers' queue since 1.33) | [`RealFifo`], chosen by [`QueueKind`] |
+//! | `RealFIFO` (the informers' queue since 1.33; with `AtomicFIFO`, 1.36's default) | [`RealFifo`] (plain or atomic), chosen by [`QueueKind`] |
+//! | `ReplacedAllInfo`, `SyncAllInfo` (the atomic FIFO's entries) | [`ReplacedAll`], [`Popped`] |
 //! | `Replace` of either FIFO (`reconcileReplacement`) | [`Replacement`], fed page by page |
 //! | `ListerWatcher`, `NewFilteredListWatchFromClient` | [`ListerWatcher`], [`ApiListerWatcher`] |
 //! | `Reflector`                                  | [`Reflector`]                 |
@@ -105,6 +106,7 @@ pub mod delta;
 pub mod delta_fifo;
 pub mod error;
 pub mod factory;
+pub mod informer_metrics;
 pub mod informer_queue;
 pub mod keys;
 pub mod known_objects;
@@ -143,7 +145,7 @@ pub use lister_watcher::{
 };
 pub use metrics::{ReflectorMetricsProvider, set_global_reflector_metrics_provider};
 pub use processor_listener::{EventHandler, EventHandlerFuncs};
-pub use real_fifo::{DEFAULT_BATCH_SIZE, RealFifo};
+pub use real_fifo::{DEFAULT_BATCH_SIZE, Popped, RealFifo, ReplacedAll};
 pub use reflector::{BackoffConfig, Reflector, is_gone};
 pub use registration::ResourceEventHandlerRegistration;
 pub use replacement::Replacement;

@@ -18,12 +18,27 @@
 //!
 //! Handlers are meant to do very little (compute a key, put it on a workqueue). A
 //! handler that panics is logged and keeps receiving events; it never takes the
-//! informer down.
+//! informer down. Two differences from client-go here, on purpose:
+//!
+//! * client-go's listener restarts its loop through `wait.Until` with a one-second
+//!   period, so a handler that panics waits a second before its next event; here the
+//!   next event follows at once. A panic about one bad object should not hold up every
+//!   later event of that handler, and the error log already says what happened.
+//! * A panicking call still counts as handled: a registration whose handler panics on
+//!   an initial-list object still reaches
+//!   [`has_synced`](crate::ResourceEventHandlerRegistration::has_synced). In
+//!   client-go it never does (kubernetes/kubernetes#129024).
+//!
+//! Removing a handler ([`remove_event_handler`](crate::SharedIndexInformer::remove_event_handler))
+//! does not wait for it: notifications already buffered are still delivered, on its
+//! thread, afterwards. Wait for
+//! [`wait_shut_down`](crate::ResourceEventHandlerRegistration::wait_shut_down) before
+//! tearing down what the handler uses (client-go's `ShutDownEventHandler`).
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::sync::mpsc;
@@ -56,7 +71,7 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     /// The informer's cache has caught up with `resource_version`: every add, update
     /// and delete up to that version has already been delivered to this handler
     /// (KEP-5647's `BookmarkFunc`). Called after each list and each watch BOOKMARK,
-    /// with the in-order [`RealFifo`](crate::RealFifo) only (the default queue). A
+    /// with the atomic [`RealFifo`](crate::RealFifo) only (the default queue). A
     /// controller that remembers the resourceVersion of its own writes can use it to
     /// know when its cache has seen them.
     fn on_bookmark(&self, resource_version: &str) {
@@ -207,6 +222,11 @@ pub(crate) struct SyncTracker {
     /// Notified each time the handler catches up with the initial notifications
     /// queued so far.
     caught_up: Notify,
+    /// Set once the handler's thread has delivered its last notification (or could
+    /// not be started): the handler is never called again.
+    shut_down: AtomicBool,
+    /// Notified when `shut_down` is set.
+    shut_down_notify: Notify,
 }
 
 impl SyncTracker {
@@ -226,6 +246,29 @@ impl SyncTracker {
             }
             caught_up.await;
         }
+    }
+
+    /// Whether the handler's thread has ended.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the handler's thread has ended.
+    pub(crate) async fn wait_shut_down(&self) {
+        loop {
+            // Registered before the look, so an end in between is not missed.
+            let ended = self.shut_down_notify.notified();
+            if self.is_shut_down() {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// The handler's thread has ended.
+    fn mark_shut_down(&self) {
+        self.shut_down.store(true, Ordering::SeqCst);
+        self.shut_down_notify.notify_waiters();
     }
 
     /// One initial-list notification has been handled.
@@ -267,8 +310,12 @@ impl<K: Send + Sync + 'static> Listener<K> {
             .spawn(move || {
                 let _runtime = runtime.as_ref().map(|r| r.enter());
                 run(&informer, &component, handler.as_ref(), rx, &thread_tracker);
+                // The handler is dropped before anyone hears that it is done.
+                drop(handler);
+                thread_tracker.mark_shut_down();
             });
         if let Err(e) = spawned {
+            tracker.mark_shut_down();
             // The notifications then pile up unread; say so loudly.
             tracing::error!(informer = %name, error = %e, "could not start an event handler thread");
         }

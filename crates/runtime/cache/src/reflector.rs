@@ -23,11 +23,30 @@
 //!   tombstone deletions. Nothing is lost, only the intermediate states.
 //! * Any other error (connection refused while the API server restarts, a 5xx, a
 //!   decoding error) waits with exponential backoff and jitter, 800 ms doubling up to
-//!   30 s, then retries what failed: a failed watch is retried from the same version,
-//!   so a restart of the API server costs no relist if its watch cache still covers
-//!   the version. The backoff resets after two minutes without errors. A watch that
-//!   ends within a second without delivering anything also counts as an error, so a
-//!   misbehaving server can never cause a tight loop.
+//!   30 s (and, as in client-go, the jitter stretches each wait by up to as much
+//!   again: the waits settle in `[30 s, 60 s)`), then retries what failed. The backoff
+//!   resets after two minutes without errors. A watch that ends within a second
+//!   without delivering anything also counts as an error, so a misbehaving server can
+//!   never cause a tight loop.
+//! * A watch that could not be *started* (or that ended within a second with no
+//!   event) is retried from the same version, so a
+//!   restart of the API server costs no relist if its watch cache still covers the
+//!   version. client-go does that for `connection refused` and `429` only and relists
+//!   after any other failure to start a watch; we keep the version for all of them on
+//!   purpose: the failure says nothing about the events the cache holds, and a relist
+//!   of a large cache is the most expensive request an informer makes.
+//! * An error reported *inside* an established watch (an `ERROR` event, or a stream
+//!   that cannot be decoded) means the server could not deliver the events it owed:
+//!   as in client-go, the reflector waits with backoff and then **relists**. An
+//!   object deleted without a `DELETED` event (the API server's unsafe deletion of a
+//!   corrupt object, which ends the watch with a `500` `StoreReadError`) leaves the
+//!   cache only that way. A `429 TooManyRequests` in a watch is the exception, as in
+//!   client-go: back off, then watch again from the same version. A watch that breaks
+//!   off (the connection is lost) is watched again from the last version after the
+//!   backoff.
+//! * A `410 Gone` relists at once, where client-go's `Run` loop waits one backoff
+//!   step first: the answer says the server is healthy and only its history is
+//!   compacted, so waiting would only leave the cache stale for longer.
 //! * The loop stops when its [`CancellationToken`] is cancelled.
 //! * A lister-watcher whose selection can change (a sharded informer whose ranges
 //!   moved, [`crate::shard`]) hands out a relist signal
@@ -36,11 +55,14 @@
 //!   selects, and objects no longer selected must leave the cache; the relist's
 //!   replace does both (the objects that left become tombstone deletions).
 //!
-//! Every BOOKMARK, and the resourceVersion of every finished list, is also handed to
-//! the queue ([`InformerQueue::bookmark`](crate::InformerQueue::bookmark)): a
-//! [`RealFifo`](crate::RealFifo) carries it in order behind the events, so the
-//! informer can tell how fresh its cache is (client-go 1.36's
-//! `LastStoreSyncResourceVersion`, KEP-5647).
+//! Every BOOKMARK is also handed to the queue
+//! ([`InformerQueue::bookmark`](crate::InformerQueue::bookmark)), and every finished
+//! list ends with its resourceVersion
+//! ([`InformerQueue::finish_replace_at`](crate::InformerQueue::finish_replace_at)): an
+//! atomic [`RealFifo`](crate::RealFifo) (the default) carries both in order with the
+//! events, so the informer can tell how fresh its cache is (client-go 1.36's
+//! `LastStoreSyncResourceVersion`, KEP-5647); the other queues drop them, as
+//! client-go's do.
 //!
 //! # Which resourceVersion the first list uses, and why
 //!
@@ -99,9 +121,11 @@ pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 pub struct BackoffConfig {
     /// The first delay.
     pub initial: Duration,
-    /// The largest delay.
+    /// The largest delay before jitter (client-go's `Cap`): a wait lasts at most
+    /// `max * (1 + jitter)`, as client-go's `wait.Backoff` jitters after capping.
     pub max: Duration,
-    /// After this long without an error, the next delay starts from `initial` again.
+    /// After more than this long without an error, the next delay starts from
+    /// `initial` again.
     pub reset_after: Duration,
     /// Each delay is stretched by a random factor in `[1, 1 + jitter)`.
     pub jitter: f64,
@@ -139,7 +163,7 @@ impl Backoff {
         let now = Instant::now();
         if self
             .last
-            .is_some_and(|last| now.duration_since(last) >= self.config.reset_after)
+            .is_some_and(|last| now.duration_since(last) > self.config.reset_after)
         {
             self.next = self.config.initial;
         }
@@ -147,7 +171,9 @@ impl Backoff {
         let base = self.next.min(self.config.max);
         self.next = (self.next * 2).min(self.config.max);
         let factor = 1.0 + rand::rng().random::<f64>() * self.config.jitter.max(0.0);
-        base.mul_f64(factor).min(self.config.max)
+        // Jittered after the cap, as client-go's `wait.Backoff.Step`: with the default
+        // jitter of 1.0 the waits settle in [max, 2 * max).
+        base.mul_f64(factor)
     }
 }
 
@@ -163,7 +189,46 @@ enum WatchEnd {
     Gone,
     /// The lister-watcher's selection changed: relist.
     Reselect,
-    Failed(kube::Error),
+    /// An error: back off, then watch again from the last version, or relist
+    /// (`relist`: the server reported an error inside an established watch).
+    Failed {
+        error: kube::Error,
+        relist: bool,
+    },
+}
+
+/// Whether an error is worth retrying as it was after a backoff, without starting
+/// over: `429 TooManyRequests`, or a refused connection (the API server is
+/// restarting). client-go's `isWatchErrorRetriable`.
+pub(crate) fn is_retriable(err: &kube::Error) -> bool {
+    if matches!(err, kube::Error::Api(s) if s.code == 429 || s.reason == "TooManyRequests") {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// How a watch that reported `err` mid-stream ends: an error from the server (an
+/// `ERROR` event, a `Status`) or an undecodable stream relists, as in client-go,
+/// except `429`; a transport error watches again.
+fn mid_watch_failure(error: kube::Error) -> WatchEnd {
+    if is_gone(&error) {
+        return WatchEnd::Gone;
+    }
+    let relist = match &error {
+        kube::Error::Api(_) => !is_retriable(&error),
+        kube::Error::SerdeError(_) => true,
+        _ => false,
+    };
+    WatchEnd::Failed { error, relist }
 }
 
 /// Keeps an [`InformerQueue`] in step with the API server. See the [module docs](self).
@@ -300,6 +365,13 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         tracing::info!(reflector = %self.name, %reason, "the server does not support streaming lists; listing in pages from now on");
                         self.watch_list.store(false, Ordering::Relaxed);
                     }
+                    WatchList::Retry { reason } => {
+                        tracing::info!(reflector = %self.name, %reason, "streaming list failed; backing off and streaming again");
+                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                            return;
+                        }
+                        continue;
+                    }
                     WatchList::Failed { reason, .. } => {
                         tracing::warn!(reflector = %self.name, %reason, "streaming list failed; listing in pages this time");
                     }
@@ -309,6 +381,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 // Always the most recent state: see "Which resourceVersion" above.
                 let list_started = Instant::now();
                 let listed = tokio::select! {
+                    biased;
                     _ = cancel.cancelled() => return,
                     listed = self.list("") => listed,
                 };
@@ -345,7 +418,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                             self.watch_handler(stream, &cancel, relist.as_mut()).await
                         }
                         Some(Err(e)) if is_gone(&e) => WatchEnd::Gone,
-                        Some(Err(e)) => WatchEnd::Failed(e),
+                        Some(Err(error)) => WatchEnd::Failed {
+                            error,
+                            relist: false,
+                        },
                     }
                 }
             };
@@ -370,14 +446,19 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     tracing::info!(reflector = %self.name, "selection changed; relisting");
                     need_list = true;
                 }
-                WatchEnd::Failed(e) => {
+                WatchEnd::Failed { error, relist } => {
                     if let Some(m) = &self.metrics {
                         m.watch_failed();
                     }
-                    tracing::warn!(reflector = %self.name, error = %e, "watch failed; retrying from the last resource version");
+                    if relist {
+                        tracing::warn!(reflector = %self.name, %error, "watch ended with an error; relisting after a backoff");
+                    } else {
+                        tracing::warn!(reflector = %self.name, %error, "watch failed; retrying from the last resource version");
+                    }
                     if !sleep_or_cancel(backoff.delay(), &cancel).await {
                         return;
                     }
+                    need_list |= relist;
                 }
             }
         }
@@ -402,6 +483,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             m.watch_started();
         }
         tokio::select! {
+            biased;
             _ = cancel.cancelled() => None,
             started = self.lister_watcher.watch(&options) => Some(started),
         }
@@ -430,11 +512,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 None => break page.resource_version,
             }
         };
-        if let Err(e) = self.store.finish_replace(replacement) {
+        // The list's version travels with it: an atomic FIFO's store takes both in one
+        // step (client-go's `Replace(list, rv)`); the other queues keep no version.
+        if let Err(e) = self.store.finish_replace_at(replacement, &list_rv) {
             tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
         }
-        // Behind the list in the queue: once popped, the cache holds the list.
-        self.store.bookmark(&list_rv);
         self.set_resource_version(&list_rv);
         tracing::debug!(reflector = %self.name, count, rv = %list_rv, "listed");
         Ok(count)
@@ -476,8 +558,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         lasted: started.elapsed(),
                     };
                 }
-                Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
-                Some(Err(e)) => return WatchEnd::Failed(e),
+                Some(Err(e)) => return mid_watch_failure(e),
                 Some(Ok(event)) => event,
             };
             events += 1;
@@ -495,14 +576,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     self.store.bookmark(&bookmark.metadata.resource_version);
                     (Some(bookmark.metadata.resource_version), Ok(()))
                 }
-                WatchEvent::Error(status) => {
-                    let err = kube::Error::Api(status);
-                    return if is_gone(&err) {
-                        WatchEnd::Gone
-                    } else {
-                        WatchEnd::Failed(err)
-                    };
-                }
+                WatchEvent::Error(status) => return mid_watch_failure(kube::Error::Api(status)),
             };
             if let Err(e) = result {
                 tracing::warn!(reflector = %self.name, error = %e, "skipping a watch event that cannot be keyed");

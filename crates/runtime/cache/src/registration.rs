@@ -66,6 +66,23 @@ impl<K> ResourceEventHandlerRegistration<K> {
         *informer_synced.borrow() && self.tracker.pending() == 0
     }
 
+    /// Waits until the handler has been called for the last time: every notification
+    /// buffered for it is delivered, its thread has ended and the handler is dropped.
+    /// Together with
+    /// [`remove_event_handler`](crate::SharedIndexInformer::remove_event_handler) this
+    /// is client-go's `ShutDownEventHandler`: after both, whatever the handler used
+    /// may be torn down. A handler's thread also ends when its informer stops, and
+    /// never before either: without one of them this waits for ever.
+    pub async fn wait_shut_down(&self) {
+        self.tracker.wait_shut_down().await;
+    }
+
+    /// Whether the handler has been called for the last time (see
+    /// [`wait_shut_down`](Self::wait_shut_down)).
+    pub fn is_shut_down(&self) -> bool {
+        self.tracker.is_shut_down()
+    }
+
     /// Waits until [`has_synced`](Self::has_synced); `false` if `cancel` fires first
     /// (a registration whose informer is gone never syncs). Woken by the informer when
     /// it syncs and by the handler's thread when it has processed the initial list: no

@@ -24,31 +24,37 @@
 //! |---|---|---|
 //! | a key the list lacks whose newest queued delta is already a deletion | tombstoned again, and the DeltaFIFO's `dedupDeltas` collapses the two deletions into the queued one | skipped: every event is its own entry, nothing would collapse the two, and handlers would hear of the deletion twice (`QueuedDeletion`) |
 //! | the tombstones of queued keys come | in the order of the queue's map of keys (Go: map iteration) | in the order the keys were first queued (Go: `queuedKeys`) |
+//! | the tombstones are queued | after the listed objects, which the DeltaFIFO queues page by page as they arrive | *before* the listed objects, as client-go's `RealFIFO.Replace` does ("logically the deletes of known items should happen BEFORE newItems are added"): the pages wait in the FIFO until the last one is in |
 //! | the initial population counts | the keys that took a place in line (Go: `keys.Len() + queuedDeletions`) | every event queued (Go: `len(f.items)`) |
 //! | the indexer (`knownObjects`) | optional: without it only queued keys can be tombstoned | required |
 //!
-//! One departure from client-go, for the RealFIFO only: client-go's `RealFIFO.Replace`
-//! queues the tombstones *before* the listed objects. Here both queues queue the listed
-//! objects first, page by page as they arrive (below), and the tombstones last, which
-//! is the order of `DeltaFIFO.Replace`: the tombstones are only known once the last
-//! page is in. Per key nothing changes (a tombstone is for a key the list lacks, a
-//! `Replaced` for a key it has); across keys, a RealFIFO's consumer meets the listed
-//! objects before the deletions that happened while the watch was down.
+//! A RealFIFO with *atomic events* (client-go 1.36's `AtomicFIFO`, this workspace's
+//! default [`QueueKind::AtomicFifo`](crate::QueueKind::AtomicFifo)) uses none of the
+//! deletion detection here: its replace becomes one `ReplacedAll` entry holding the
+//! whole list, and the informer compares that list with its indexer when it applies
+//! it (see [`crate::real_fifo`]). It still feeds its pages through
+//! `Replacement::listed`, so every object is transformed and keyed once, outside the
+//! queue's lock.
 //!
 //! # Fed page by page
 //!
 //! client-go's reflector collects every page of a list and then calls `Replace(list)`
-//! once. Nothing reaches the indexer until the last page has arrived, and then the
-//! whole list is queued and popped in one serial burst after the network is idle (at
-//! 50k objects, about a twentieth of the sync time).
+//! once. Here the reflector hands each page over as it arrives (`replace_page` of
+//! either queue), so the transform and the keying of page N run while page N+1 is on
+//! the wire, and an untransformed list is never held in full.
 //!
-//! Here the reflector hands each page over as it arrives (`replace_page` of either
-//! queue), so the informer's pop loop moves page N into the indexer while page N+1 is
-//! on the wire. Only what needs the *whole* list waits for `finish_replace`: the
-//! tombstones for keys the list did not contain, and the end of the initial population
-//! (`has_synced`).
+//! What happens to a page then depends on the queue:
 //!
-//! Why delivering a page early is safe:
+//! * The **DeltaFIFO** queues it at once, so the informer's pop loop moves page N into
+//!   the indexer while page N+1 is still arriving. Only what needs the *whole* list
+//!   waits for `finish_replace`: the tombstones for keys the list did not contain, and
+//!   the end of the initial population (`has_synced`).
+//! * The **RealFIFO** keeps the pages until `finish_replace`, because client-go's order
+//!   puts the tombstones (known only once the last page is in) *before* the listed
+//!   objects, and in atomic mode the whole list is one entry. That is client-go's
+//!   timing too: nothing of a list reaches the indexer before its last page.
+//!
+//! Why delivering a page early is safe (the DeltaFIFO):
 //!
 //! * Every listed object is a state at the list's resourceVersion, which is at least
 //!   the version the cache already reflects (lists are consistent reads). Applying it
@@ -74,8 +80,10 @@ use crate::transform::{TransformFunc, prepare_object};
 /// A replace in progress: the keys listed so far. Start one with `begin_replace`,
 /// feed it with `replace_page`, end it with `finish_replace` (of the same
 /// [`DeltaFifo`](crate::DeltaFifo) or [`RealFifo`](crate::RealFifo)); dropping it
-/// instead abandons the replace (the pages already queued stay queued, no tombstone is
-/// emitted).
+/// instead abandons the replace: no tombstone is emitted; a DeltaFIFO keeps the pages
+/// it already queued, a RealFIFO drops the pages it was keeping when the next replace
+/// begins (nothing of them was delivered, as with client-go's reflector, which only
+/// calls `Replace` with a complete list).
 ///
 /// The listed keys are only needed to find what the list no longer contains. A
 /// replace that starts with nothing queued and nothing known (an informer's first
@@ -158,7 +166,22 @@ impl Replacement {
         transform: Option<&TransformFunc<K>>,
         page: Vec<K>,
     ) -> Vec<(Arc<str>, Delta<K>)> {
-        let mut replaced = Vec::with_capacity(page.len());
+        self.listed(transform, page)
+            .into_iter()
+            .map(|(key, obj)| (key, Delta::Replaced(obj)))
+            .collect()
+    }
+
+    /// One page's objects, transformed and keyed, in list order: what
+    /// [`replaced`](Self::replaced) wraps in `Replaced` deltas, for a queue that keeps
+    /// the pages until the list is complete (the RealFIFO) and so needs no delta per
+    /// object yet. Records the keys and the first error the same way.
+    pub(crate) fn listed<K: Resource>(
+        &mut self,
+        transform: Option<&TransformFunc<K>>,
+        page: Vec<K>,
+    ) -> Vec<(Arc<str>, Arc<K>)> {
+        let mut listed = Vec::with_capacity(page.len());
         if let Some(keys) = &mut self.keys {
             keys.reserve(page.len());
         }
@@ -170,14 +193,14 @@ impl Replacement {
                         keys.insert(key.clone());
                     }
                     self.listed += 1;
-                    replaced.push((key, Delta::Replaced(obj)));
+                    listed.push((key, obj));
                 }
                 Err(e) => {
                     self.first_error.get_or_insert(e);
                 }
             }
         }
-        replaced
+        listed
     }
 
     /// The key of `obj` as an `Arc<str>` built in one allocation.

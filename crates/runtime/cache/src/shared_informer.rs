@@ -1,11 +1,13 @@
 //! The shared index informer: client-go's `sharedIndexInformer`
 //! (tools/cache/shared_informer.go).
 //!
-//! It wires the pieces together: a [`Reflector`] fills a queue (a [`RealFifo`], every
-//! event in arrival order, as in client-go since 1.33; or, with
-//! [`set_queue_kind`](SharedIndexInformer::set_queue_kind), the classic [`DeltaFifo`]);
-//! one loop pops the deltas, applies them to the [`Indexer`] (the cache listers read) and hands an
-//! add / update / delete notification to every registered handler. "Shared" means one
+//! It wires the pieces together: a [`Reflector`] fills a queue (by default a
+//! [`RealFifo`] with atomic events, every event in arrival order and a relist applied
+//! as one unit, as in client-go 1.36; with
+//! [`set_queue_kind`](SharedIndexInformer::set_queue_kind), the plain RealFIFO or the
+//! classic [`DeltaFifo`]); one loop pops the entries, applies them to the [`Indexer`]
+//! (the cache listers read) and hands an add / update / delete notification to every
+//! registered handler (`apply`). "Shared" means one
 //! informer, one watch and one cache per kind, however many controllers and handlers
 //! use it (see [`SharedInformerFactory`](crate::SharedInformerFactory)).
 //!
@@ -35,9 +37,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delta::{DeletedObject, Delta};
 use crate::delta_fifo::DeltaFifo;
 use crate::error::{Error, Result};
+use crate::informer_metrics::{InformerMetrics, InformerNameAndResource};
 use crate::informer_queue::{InformerQueue, QueueKind};
 use crate::keys::meta_namespace_key;
 use crate::lister::Lister;
@@ -49,6 +51,8 @@ use crate::registration::ResourceEventHandlerRegistration;
 use crate::steps;
 use crate::store::{Indexer, Indexers};
 use crate::transform::TransformFunc;
+
+mod apply;
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
 /// deltas are applied and distributed under it, so a late registration can take a
@@ -85,77 +89,19 @@ struct Inner<K> {
     backoff: Mutex<BackoffConfig>,
     watch_list: AtomicBool,
     queue_kind: Mutex<QueueKind>,
-    /// Whether the running queue is the in-order RealFIFO: only then do the store's
-    /// resourceVersion and the bookmarks mean "everything up to here".
+    /// Whether the running queue is the atomic RealFIFO: only then do the store's
+    /// resourceVersion and the bookmarks mean "everything up to here"
+    /// ([`QueueKind::tracks_store_version`]).
     in_order: AtomicBool,
     started: AtomicBool,
+    /// Who this informer is in the informer metrics (client-go's
+    /// `InformerNameAndResource`); `None`: no metrics.
+    metrics_identity: Mutex<Option<InformerNameAndResource>>,
 }
 
 impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn has_synced(&self) -> bool {
         *self.synced.borrow()
-    }
-
-    /// Applies a batch of deltas to the indexer, in order, and distributes them:
-    /// client-go's `processDeltas` / `processDeltasInBatch`. Runs under the FIFO's
-    /// lock (inside `pop_batch`), holding the processor's lock once for the whole
-    /// batch. Keys are the FIFO's own `Arc<str>`, which the indexer shares.
-    fn handle_batch(&self, batch: Vec<(Arc<str>, Delta<K>)>, is_in_initial_list: bool) {
-        let processor = self.processor.lock();
-        let in_order = self.in_order.load(Ordering::Relaxed);
-        // The last watch event applied: its resourceVersion is a point the cache has
-        // now reached (events arrive in resourceVersion order; a list's objects do
-        // not, so the bookmark queued behind a list says where it ends). Recorded
-        // once per batch, after the objects are in the indexer, never before.
-        let mut reached: Option<Arc<K>> = None;
-        for (key, delta) in batch {
-            if in_order && watch_event_resource_version(&delta).is_some() {
-                reached = delta.object().cloned();
-            }
-            match delta {
-                Delta::Bookmark(rv) => {
-                    reached = None;
-                    self.indexer.bookmark(rv.clone());
-                    processor.distribute(None, Notification::Bookmark(rv), false);
-                }
-                Delta::Added(obj)
-                | Delta::Updated(obj)
-                | Delta::Replaced(obj)
-                | Delta::Sync(obj) => match self.indexer.add(key.clone(), obj.clone()) {
-                    Some(old) => {
-                        steps::indexed(&self.component, &key, "update");
-                        let is_sync = old.meta().resource_version == obj.meta().resource_version;
-                        processor.distribute(
-                            Some(&key),
-                            Notification::Update { old, new: obj },
-                            is_sync,
-                        );
-                    }
-                    None => {
-                        steps::indexed(&self.component, &key, "add");
-                        processor.distribute(
-                            Some(&key),
-                            Notification::Add {
-                                obj,
-                                is_in_initial_list,
-                            },
-                            false,
-                        );
-                    }
-                },
-                Delta::Deleted(deleted) => {
-                    self.indexer.delete(&key);
-                    steps::indexed(&self.component, &key, "delete");
-                    processor.distribute(Some(&key), Notification::Delete(deleted), false);
-                }
-            }
-        }
-        if let Some(rv) = reached
-            .as_ref()
-            .and_then(|obj| obj.meta().resource_version.as_deref())
-        {
-            self.indexer.bookmark(rv);
-        }
     }
 
     /// The shortest resync period of any handler, if any handler wants resyncs.
@@ -271,6 +217,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 watch_list: AtomicBool::new(true),
                 queue_kind: Mutex::new(QueueKind::default()),
                 in_order: AtomicBool::new(false),
+                metrics_identity: Mutex::new(None),
                 started: AtomicBool::new(false),
                 synced: Arc::new(watch::Sender::new(false)),
             }),
@@ -362,8 +309,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 
     /// Which queue sits between the reflector and the indexer (default
-    /// [`QueueKind::RealFifo`], as in client-go; see [`crate::informer_queue`]). Takes effect when the
-    /// informer starts.
+    /// [`QueueKind::AtomicFifo`], as in client-go 1.36; see [`crate::informer_queue`]).
+    /// Takes effect when the informer starts.
     pub fn set_queue_kind(&self, kind: QueueKind) {
         *self.inner.queue_kind.lock() = kind;
     }
@@ -408,8 +355,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     /// `LastStoreSyncResourceVersion`). Unlike
     /// [`last_sync_resource_version`](Self::last_sync_resource_version), which is
     /// what the reflector has *received*, events still queued are not counted.
-    /// `None` before the first list is applied, and with a
-    /// [`QueueKind::DeltaFifo`] (see [`Indexer::last_store_sync_resource_version`]).
+    /// `None` before the first list is applied, and with a queue other than
+    /// [`QueueKind::AtomicFifo`] (see [`Indexer::last_store_sync_resource_version`]).
     pub fn last_store_sync_resource_version(&self) -> Option<Arc<str>> {
         self.inner.indexer.last_store_sync_resource_version()
     }
@@ -425,6 +372,15 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         }
     }
 
+    /// Names this informer in the informer metrics (`informer_queued_items`,
+    /// `informer_processing_latency_seconds`, `informer_store_resource_version`; see
+    /// [`crate::informer_metrics`]): client-go's `SharedIndexInformerOptions.Identifier`.
+    /// [`SharedInformerFactory::with_name`](crate::SharedInformerFactory::with_name) does
+    /// it for the informers it hands out. Takes effect at [`run`](Self::run).
+    pub fn set_metrics_identity(&self, id: InformerNameAndResource) {
+        *self.inner.metrics_identity.lock() = Some(id);
+    }
+
     /// Runs the informer until `cancel` fires: client-go's `Run`. Calling it twice is
     /// a no-op for the second call.
     pub async fn run(&self, cancel: CancellationToken) {
@@ -438,12 +394,16 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         let kind = *self.inner.queue_kind.lock();
         self.inner
             .in_order
-            .store(kind == QueueKind::RealFifo, Ordering::SeqCst);
+            .store(kind.tracks_store_version(), Ordering::SeqCst);
         let fifo: Arc<InformerQueue<K>> = Arc::new(match kind {
             QueueKind::DeltaFifo => DeltaFifo::new(Some(known), transform)
                 .with_synced_signal(synced)
                 .into(),
             QueueKind::RealFifo => RealFifo::new(known, transform)
+                .with_synced_signal(synced)
+                .into(),
+            QueueKind::AtomicFifo => RealFifo::new_atomic(transform)
+                .with_unlock_while_processing(true)
                 .with_synced_signal(synced)
                 .into(),
         });
@@ -499,13 +459,34 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             cancel.clone(),
         ));
 
+        // The informer metrics, when this informer has an identity and a provider is
+        // installed: the processing time of each pop, and after it the queue's depth
+        // and the store's resourceVersion.
+        let metrics = self
+            .inner
+            .metrics_identity
+            .lock()
+            .clone()
+            .and_then(InformerMetrics::resolve);
         loop {
             let popped = tokio::select! {
                 _ = cancel.cancelled() => break,
-                popped = fifo.pop_batch(DEFAULT_BATCH_SIZE, |batch, initial| self.inner.handle_batch(batch, initial)) => popped,
+                popped = fifo.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| {
+                    let started = metrics.as_ref().map(|_| std::time::Instant::now());
+                    self.inner.handle_popped(popped, initial);
+                    if let (Some(metrics), Some(started)) = (&metrics, started) {
+                        metrics.processed(started.elapsed());
+                    }
+                }) => popped,
             };
             if popped.is_none() {
                 break;
+            }
+            if let Some(metrics) = &metrics {
+                metrics.queued(fifo.len());
+                if let Some(rv) = self.inner.indexer.last_store_sync_resource_version() {
+                    metrics.store_resource_version(&rv);
+                }
             }
         }
         fifo.close();
@@ -517,20 +498,9 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     }
 }
 
-/// The resourceVersion of a delta that came from a watch event (`ADDED`,
-/// `MODIFIED`, `DELETED`), not from a list, a resync or a tombstone.
 /// A size as a gauge value.
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn watch_event_resource_version<K: Resource>(delta: &Delta<K>) -> Option<&str> {
-    let obj = match delta {
-        Delta::Added(obj) | Delta::Updated(obj) => obj,
-        Delta::Deleted(DeletedObject::Object(obj)) => obj,
-        _ => return None,
-    };
-    obj.meta().resource_version.as_deref()
 }
 
 /// Periodically asks which handlers are due for a resync and, if any, queues `Sync`

@@ -505,7 +505,7 @@ async fn the_store_version_catches_up_with_our_own_write() -> anyhow::Result<()>
     }));
     let (stop, task) = spawn_informer(&informer);
     assert!(informer.wait_for_cache_sync(&stop).await);
-    let in_order = common::queue_kind() == cache::QueueKind::RealFifo;
+    let in_order = common::queue_kind().tracks_store_version();
     let store_rv = || {
         informer
             .last_store_sync_resource_version()

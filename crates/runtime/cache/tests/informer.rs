@@ -134,8 +134,12 @@ async fn watch_errors_back_off_and_resume_from_the_same_version() {
     let lw = ScriptedListerWatcher::new();
     lw.push_list_items(vec![cm("a", "1")], "7");
     lw.push_watch_error(api_error(500, "InternalError", "etcd is sad"));
+    // A watch that breaks off (the connection is lost). (An error *reported by the
+    // server* inside a watch relists instead, as in client-go: tests/clientgo_reflector.)
     lw.push_watch(
-        vec![Err(api_error(503, "ServiceUnavailable", "restarting"))],
+        vec![Err(kube::Error::ReadEvents(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )))],
         false,
     );
     let started = tokio::time::Instant::now();
@@ -144,7 +148,7 @@ async fn watch_errors_back_off_and_resume_from_the_same_version() {
     let calls = r.lw.watch_calls();
     assert!(
         calls.iter().all(|c| c.resource_version == "7"),
-        "no relist for a non-410 error"
+        "no relist for a watch that failed to start or broke off"
     );
     assert_eq!(r.lw.list_calls().len(), 1);
     // Two backoffs: >= 800 ms, then >= 1.6 s (jitter only lengthens them).

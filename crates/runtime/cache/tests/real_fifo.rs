@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cache::testing::config_map as cm;
-use cache::{Delta, DeltaType, Indexer, KeyListerGetter, RealFifo};
+use cache::{Delta, DeltaType, Indexer, KeyListerGetter, Popped, RealFifo};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 fn fifo_with(known: &Indexer<ConfigMap>) -> RealFifo<ConfigMap> {
@@ -30,20 +30,30 @@ fn describe(key: &str, delta: &Delta<ConfigMap>, initial: bool) -> Event {
 }
 
 async fn pop(fifo: &RealFifo<ConfigMap>) -> Event {
-    fifo.pop(|key, deltas, initial| {
-        assert_eq!(deltas.len(), 1, "one event per pop");
-        describe(key, &deltas[0], initial)
+    fifo.pop(|popped, initial| {
+        let Popped::Events(batch) = popped else {
+            panic!("a plain FIFO only queues events");
+        };
+        assert_eq!(batch.len(), 1, "one event per pop");
+        describe(&batch[0].0, &batch[0].1, initial)
     })
     .await
     .expect("an event")
 }
 
 async fn pop_batch(fifo: &RealFifo<ConfigMap>, max: usize) -> Vec<Event> {
-    fifo.pop_batch(max, |batch, initial| {
-        batch
+    fifo.pop_batch(max, |popped, initial| match popped {
+        Popped::Events(batch) => batch
             .iter()
             .map(|(key, delta)| describe(key, delta, initial))
-            .collect()
+            .collect(),
+        Popped::ReplacedAll(all) => vec![(
+            format!("ReplacedAll {}", all.objects.len()),
+            DeltaType::Replaced,
+            all.resource_version.as_deref().map(str::to_string),
+            initial,
+        )],
+        Popped::SyncAll => vec![("SyncAll".into(), DeltaType::Sync, None, initial)],
     })
     .await
     .expect("a batch")
@@ -182,21 +192,42 @@ async fn batches_hold_distinct_keys_and_stop_at_a_repeat() {
 }
 
 #[tokio::test]
-async fn the_initial_list_is_its_own_batch_and_sync_follows_it() {
+async fn a_paged_list_waits_for_its_last_page_then_is_its_own_batch() {
     let fifo = fifo_with(&Indexer::new());
     let mut replacement = fifo.begin_replace();
     fifo.replace_page(&mut replacement, vec![cm("a", "1"), cm("b", "1")]);
-    assert_eq!(fifo.len(), 2, "a page is queued as it arrives");
     fifo.replace_page(&mut replacement, vec![cm("c", "1")]);
-    // Popping the pages so far does not make the informer synced: the list goes on.
-    let early = pop_batch(&fifo, 10).await;
-    assert!(early.iter().all(|e| e.3), "in the initial list");
-    assert!(!fifo.has_synced());
+    // client-go's order puts the tombstones (known only at the end) before the listed
+    // objects, so the pages wait in the FIFO.
+    assert!(fifo.is_empty(), "nothing is queued before the last page");
     fifo.finish_replace(replacement).unwrap();
-    assert!(fifo.has_synced(), "every initial event was popped");
+    assert_eq!(fifo.len(), 3);
+    assert!(!fifo.has_synced());
     fifo.add(cm("late", "2")).unwrap(); // the watch, after the list
+    let initial = pop_batch(&fifo, 10).await;
+    assert_eq!(
+        initial.len(),
+        3,
+        "the whole list, not the watch event behind it"
+    );
+    assert!(initial.iter().all(|e| e.3), "in the initial list");
+    assert!(fifo.has_synced(), "every initial event was popped");
     let late = pop_batch(&fifo, 10).await;
     assert_eq!(late, [ev("late", DeltaType::Added, Some("2"), false)]);
+}
+
+#[tokio::test]
+async fn an_abandoned_paged_list_is_dropped_by_the_next_one() {
+    let known = Indexer::new();
+    known.add("default/kept", Arc::new(cm("kept", "1")));
+    let fifo = fifo_with(&known);
+    let mut failed = fifo.begin_replace();
+    fifo.replace_page(&mut failed, vec![cm("half", "1")]);
+    drop(failed); // the list failed half-way: no tombstone, nothing delivered
+    let mut retry = fifo.begin_replace();
+    fifo.replace_page(&mut retry, vec![cm("kept", "2")]);
+    fifo.finish_replace(retry).unwrap();
+    assert_eq!(fifo.list_keys(), ["default/kept"]);
 }
 
 #[tokio::test]
@@ -219,45 +250,119 @@ async fn close_ends_pop_once_drained() {
     let fifo = fifo_with(&Indexer::new());
     fifo.add(cm("a", "1")).unwrap();
     fifo.close();
-    assert!(fifo.pop(|_, _, _| ()).await.is_some());
-    assert!(fifo.pop(|_, _, _| ()).await.is_none());
+    assert!(fifo.pop(|_, _| ()).await.is_some());
+    assert!(fifo.pop(|_, _| ()).await.is_none());
 }
 
 #[tokio::test]
-async fn bookmarks_travel_in_order_and_are_never_mistaken_for_objects() {
-    let known = Indexer::new();
-    known.add("default/old", Arc::new(cm("old", "1")));
-    let fifo = fifo_with(&known);
-    fifo.replace(vec![cm("a", "2")]).unwrap();
-    fifo.bookmark("10"); // the reflector queues the list's version behind it
+async fn a_plain_fifo_drops_bookmarks() {
+    let fifo = fifo_with(&Indexer::new());
+    fifo.bookmark("10");
+    assert!(
+        fifo.is_empty(),
+        "client-go queues bookmarks only with atomic events"
+    );
+}
+
+#[tokio::test]
+async fn an_atomic_fifo_queues_a_relist_and_a_resync_as_one_entry_each() {
+    let fifo: RealFifo<ConfigMap> = RealFifo::new_atomic(None);
+    fifo.add(cm("a", "1")).unwrap();
+    fifo.replace_at(vec![cm("a", "2"), cm("b", "2")], Some("10"))
+        .unwrap();
+    fifo.resync();
+    assert_eq!(fifo.len(), 3);
+    assert_eq!(
+        fifo.list_keys(),
+        ["default/a"],
+        "whole-queue entries have no key"
+    );
+    assert_eq!(
+        pop_batch(&fifo, 10).await,
+        [ev("a", DeltaType::Added, Some("1"), false)],
+        "a batch stops before a whole-queue entry"
+    );
+    let replaced = fifo
+        .pop(|popped, _| match popped {
+            Popped::ReplacedAll(all) => all,
+            other => panic!("expected the relist, got {other:?}"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(replaced.resource_version.as_deref(), Some("10"));
+    let keys: Vec<_> = replaced.objects.iter().map(|(k, _)| &**k).collect();
+    assert_eq!(
+        keys,
+        ["default/a", "default/b"],
+        "in list order, keyed once"
+    );
+    assert_eq!(pop_batch(&fifo, 10).await[0].0, "SyncAll");
+}
+
+#[tokio::test]
+async fn bookmarks_travel_in_order_and_are_never_batched() {
+    let fifo: RealFifo<ConfigMap> = RealFifo::new_atomic(None);
+    fifo.replace_at(vec![cm("a", "2")], Some("10")).unwrap();
     fifo.add(cm("b", "11")).unwrap();
     fifo.bookmark("12");
     fifo.bookmark(""); // no version: nothing to say
+    fifo.add(cm("c", "13")).unwrap();
     assert_eq!(
         fifo.list_keys(),
-        ["default/a", "default/old", "default/b"],
+        ["default/b", "default/c"],
         "bookmarks are not keyed events"
     );
-    // A relist while bookmarks are queued: no tombstone for the bookmarks' empty key.
-    fifo.replace(vec![cm("a", "2"), cm("b", "11")]).unwrap();
     let mut popped = Vec::new();
     while !fifo.is_empty() {
-        popped.extend(pop_batch(&fifo, 100).await);
+        popped.push(pop_batch(&fifo, 100).await);
     }
-    let types: Vec<_> = popped
+    let shape: Vec<Vec<_>> = popped
         .iter()
-        .map(|e| (e.0.as_str(), e.1, e.2.as_deref()))
+        .map(|b| {
+            b.iter()
+                .map(|e| (e.0.as_str(), e.1, e.2.as_deref()))
+                .collect()
+        })
         .collect();
     assert_eq!(
-        types,
+        shape,
         [
-            ("default/a", DeltaType::Replaced, Some("2")),
-            ("default/old", DeltaType::Deleted, Some("1")),
-            ("", DeltaType::Bookmark, Some("10")),
-            ("default/b", DeltaType::Added, Some("11")),
-            ("", DeltaType::Bookmark, Some("12")),
-            ("default/a", DeltaType::Replaced, Some("2")),
-            ("default/b", DeltaType::Replaced, Some("11")),
+            vec![("ReplacedAll 1", DeltaType::Replaced, Some("10"))],
+            vec![("default/b", DeltaType::Added, Some("11"))],
+            vec![("", DeltaType::Bookmark, Some("12"))],
+            vec![("default/c", DeltaType::Added, Some("13"))],
         ]
     );
+}
+
+#[tokio::test]
+async fn an_atomic_initial_list_is_one_entry_and_synced_only_once_applied() {
+    let fifo = Arc::new(RealFifo::<ConfigMap>::new_atomic(None).with_unlock_while_processing(true));
+    let mut replacement = fifo.begin_replace();
+    fifo.replace_page(&mut replacement, vec![cm("a", "1")]);
+    fifo.replace_page(&mut replacement, vec![cm("b", "1")]);
+    assert!(fifo.is_empty(), "pages wait for the end of the list");
+    fifo.finish_replace(replacement).unwrap();
+    assert_eq!(fifo.len(), 1, "the whole list is one entry");
+    assert!(!fifo.has_synced());
+    let during = fifo
+        .pop({
+            let fifo = fifo.clone();
+            move |popped, initial| {
+                assert!(matches!(popped, Popped::ReplacedAll(ref all) if all.objects.len() == 2));
+                assert!(initial);
+                // Unlocked while processing: the producer can queue (a locked FIFO
+                // would deadlock here), and the list is not yet counted as applied.
+                fifo.add(cm("c", "2")).unwrap();
+                fifo.has_synced()
+            }
+        })
+        .await
+        .unwrap();
+    assert!(
+        !during,
+        "not synced while the initial list is being applied"
+    );
+    assert!(fifo.has_synced(), "synced once it was applied");
+    assert_eq!(fifo.list_keys(), ["default/c"]);
 }

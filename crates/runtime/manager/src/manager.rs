@@ -194,7 +194,9 @@ impl Manager {
         cache::Wire::set_process_default(args.client.kube_api_content_type);
         let mut factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
             .with_strip_managed_fields(!args.run.keep_managed_fields)
-            .with_wire(args.client.kube_api_content_type);
+            .with_wire(args.client.kube_api_content_type)
+            // The informer metrics' name (client-go's InformerName): the binary's.
+            .with_name(name.clone());
         // What is asked; each informer logs what the server answers at its first list.
         info!(
             content_type = args.client.kube_api_content_type.content_type(),

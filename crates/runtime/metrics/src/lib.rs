@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `workqueue.SetProvider` + component-base's Prometheus workqueue provider | [`WorkqueueMetrics`] |
 //! | `cache.SetReflectorMetricsProvider` (reflector metrics) | [`ReflectorMetrics`] |
+//! | `cache.SetInformerMetricsProvider` + component-base's clientgo/fifo provider (informer metrics) | [`InformerMetrics`] |
 //! | controller-runtime `controller_runtime_reconcile_*` | [`ReconcileMetrics`] (the controller loop's `controller::metrics::ReconcileObserver`) |
 //! | `leader_election_master_status` | [`LeaderElectionMetrics`] |
 //! | `metrics.Registry` | [`Registry`] |
@@ -68,6 +69,7 @@ pub mod health;
 pub mod leader_election;
 pub mod pipeline_view;
 pub mod reconcile;
+pub mod informer_metrics;
 pub mod reflector_metrics;
 pub mod registry;
 pub mod server;
@@ -81,6 +83,7 @@ pub use error::{Error, Result};
 pub use health::{Check, Health, ProbeResponse};
 pub use leader_election::LeaderElectionMetrics;
 pub use reconcile::ReconcileMetrics;
+pub use informer_metrics::InformerMetrics;
 pub use reflector_metrics::ReflectorMetrics;
 pub use registry::Registry;
 pub use server::{
@@ -98,6 +101,8 @@ pub struct Metrics {
     pub workqueue: WorkqueueMetrics,
     /// `reflector_*`, per reflector (informer) name.
     pub reflector: ReflectorMetrics,
+    /// `informer_*` (client-go 1.36's informer metrics), per informer name and resource.
+    pub informer: InformerMetrics,
     /// `controller_runtime_reconcile_*`, per controller.
     pub reconcile: ReconcileMetrics,
     /// `leader_election_master_status`, per lease name.
@@ -117,20 +122,22 @@ impl Metrics {
         Self {
             workqueue: WorkqueueMetrics::new(&registry),
             reflector: ReflectorMetrics::new(&registry),
+            informer: InformerMetrics::new(&registry),
             reconcile: ReconcileMetrics::new(&registry),
             leader_election: LeaderElectionMetrics::new(&registry),
             registry,
         }
     }
 
-    /// Installs the workqueue, reflector and reconcile families as the process-wide
-    /// providers. Call it once, early in `main`, before creating queues, informers and
-    /// controllers (they resolve their provider when created). Returns `false` if any of
-    /// the three already had a provider (the first one installed stays).
+    /// Installs the workqueue, reflector, informer and reconcile families as the
+    /// process-wide providers. Call it once, early in `main`, before creating queues,
+    /// informers and controllers (they resolve their provider when created). Returns
+    /// `false` if any of the four already had a provider (the first one installed stays).
     pub fn install_global(&self) -> bool {
         let workqueue = self.workqueue.install_global();
         let reflector = self.reflector.install_global();
+        let informer = self.informer.install_global();
         let reconcile = self.reconcile.install_global();
-        workqueue && reflector && reconcile
+        workqueue && reflector && informer && reconcile
     }
 }

@@ -1,12 +1,13 @@
-//! `Metrics::install_global`: queues, reflectors and the reconcile hook created
-//! afterwards report without being handed a provider. (A test binary of its own: the
+//! `Metrics::install_global`: queues, reflectors, informers and the reconcile hook
+//! created afterwards report without being handed a provider. (A test binary of its own: the
 //! process-wide providers can be set once per process.)
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use cache::testing::ScriptedListerWatcher;
-use cache::{DeltaFifo, InformerQueue, Reflector};
+use cache::informer_metrics::InformerNameAndResource;
+use cache::testing::{ScriptedListerWatcher, config_map};
+use cache::{DeltaFifo, InformerQueue, Reflector, SharedIndexInformer};
 use controller::metrics::{
     ReconcileResult, global_reconcile_observer, init_reconcile_metrics, observe_reconcile,
 };
@@ -103,4 +104,59 @@ async fn installed_providers_feed_one_registry_and_only_the_first_install_counts
         "nothing is recorded before install"
     );
     queue.shut_down();
+
+    // An informer with an identity (as a factory with a name gives it), on the default
+    // (atomic) queue: after its initial list, the informer families report its queue,
+    // its processing and the store's version. A second informer of the same (name,
+    // resource) reports nothing (client-go's `Reserved()`).
+    let id = InformerNameAndResource {
+        name: "global-m".into(),
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+    };
+    let source = Arc::new(ScriptedListerWatcher::<ConfigMap>::new());
+    source.push_list_items(vec![config_map("a", "5"), config_map("b", "6")], "7");
+    let informer = SharedIndexInformer::new("cm", source.clone(), Duration::ZERO);
+    informer.set_metrics_identity(id.clone());
+    let twin_source = Arc::new(ScriptedListerWatcher::<ConfigMap>::new());
+    twin_source.push_list_items(vec![config_map("z", "9")], "90");
+    let twin = SharedIndexInformer::new("cm-twin", twin_source, Duration::ZERO);
+    twin.set_metrics_identity(id);
+    let cancel = CancellationToken::new();
+    let runs = [informer.clone(), twin.clone()].map(|i| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { i.run(cancel).await })
+    });
+    for _ in 0..1000 {
+        if informer.has_synced() && twin.has_synced() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(informer.has_synced() && twin.has_synced());
+    let text = metrics.registry.encode().unwrap();
+    let labels = [
+        ("name", "global-m"),
+        ("group", ""),
+        ("version", "v1"),
+        ("resource", "configmaps"),
+    ];
+    assert_eq!(
+        sample_value(&text, "informer_store_resource_version", &labels),
+        Some(7.0),
+        "the first informer's list, not its twin's (90): {text}"
+    );
+    assert_eq!(
+        sample_value(&text, "informer_queued_items", &labels),
+        Some(0.0),
+        "{text}"
+    );
+    let processed = sample_value(&text, "informer_processing_latency_seconds_count", &labels)
+        .expect("processing latency observed");
+    assert!(processed >= 1.0, "{text}");
+    cancel.cancel();
+    for run in runs {
+        run.await.unwrap();
+    }
 }

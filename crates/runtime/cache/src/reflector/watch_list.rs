@@ -24,6 +24,19 @@
 //! (a 4xx such as `422 Invalid` from a server with the WatchList feature off, or one
 //! that sends changes before any end bookmark, as a server that ignores the
 //! parameter does) is not asked again: that reflector lists in pages from then on.
+//!
+//! A `429 TooManyRequests` or a refused connection is different: the server is busy or
+//! restarting, not lacking the feature, and a paged list would only add load. As in
+//! client-go, the reflector backs off and streams again.
+//!
+//! Where client-go differs, on purpose: it applies `MODIFIED` and `DELETED` events
+//! that arrive before the end bookmark to its temporary store, and it starts a new
+//! stream (not a paged list) after one that closed early; and it asks again on every
+//! relist, even after a `422`. An API server that supports streaming lists sends only
+//! `ADDED` events before the end bookmark, so changes before it come from one that
+//! ignored `sendInitialEvents`; and a stream that keeps closing early (a timeout
+//! shorter than the time to send a large initial state) would never finish, where a
+//! paged list makes progress page by page.
 
 use std::mem;
 use std::pin::pin;
@@ -33,7 +46,7 @@ use kube::Resource;
 use kube::api::WatchEvent;
 use tokio_util::sync::CancellationToken;
 
-use super::{INITIAL_EVENTS_END, Reflector};
+use super::{INITIAL_EVENTS_END, Reflector, is_retriable};
 use crate::lister_watcher::{DEFAULT_PAGE_SIZE, WatchStream};
 
 /// How a streaming list ended.
@@ -44,6 +57,11 @@ pub(super) enum WatchList<K> {
         count: usize,
     },
     Cancelled,
+    /// The server is busy or restarting (429, connection refused): back off, then
+    /// stream again.
+    Retry {
+        reason: String,
+    },
     /// Fall back to a paged list; `unsupported`: never try a stream again.
     Failed {
         reason: String,
@@ -60,6 +78,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         };
         let mut stream = match started {
             Ok(stream) => stream,
+            Err(e) if is_retriable(&e) => {
+                return WatchList::Retry {
+                    reason: e.to_string(),
+                };
+            }
             Err(e) => {
                 let unsupported = matches!(&e, kube::Error::Api(s)
                     if (400..500).contains(&s.code) && s.code != 410 && s.code != 429);
@@ -82,6 +105,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             };
             let event = match next {
                 Some(Ok(event)) => event,
+                Some(Err(e)) if is_retriable(&e) => {
+                    return WatchList::Retry {
+                        reason: e.to_string(),
+                    };
+                }
                 Some(Err(e)) => {
                     return WatchList::Failed {
                         reason: e.to_string(),
@@ -112,10 +140,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         .is_some_and(|v| v == "true");
                     if end {
                         self.store.replace_page(&mut replacement, batch);
-                        if let Err(e) = self.store.finish_replace(replacement) {
+                        let rv = &bookmark.metadata.resource_version;
+                        if let Err(e) = self.store.finish_replace_at(replacement, rv) {
                             tracing::warn!(reflector = %self.name, error = %e, "streaming list contained objects that cannot be keyed; skipped them");
                         }
-                        self.store.bookmark(&bookmark.metadata.resource_version);
                         self.set_resource_version(&bookmark.metadata.resource_version);
                         tracing::debug!(reflector = %self.name, count, rv = %bookmark.metadata.resource_version, "listed (streaming)");
                         return WatchList::Synced { stream, count };
@@ -128,8 +156,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     };
                 }
                 WatchEvent::Error(status) => {
+                    let e = kube::Error::Api(status);
+                    if is_retriable(&e) {
+                        return WatchList::Retry {
+                            reason: e.to_string(),
+                        };
+                    }
                     return WatchList::Failed {
-                        reason: kube::Error::Api(status).to_string(),
+                        reason: e.to_string(),
                         unsupported: false,
                     };
                 }

@@ -103,16 +103,26 @@ pub async fn delivered(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 /// The environment variable that picks the informers' queue in these suites: `delta`
-/// for the DeltaFIFO, anything else (or unset) for the RealFIFO, the default.
-/// hack/test.sh runs the informer suites once with each.
+/// for the DeltaFIFO, `real` for the plain RealFIFO, `atomic` (or unset) for the
+/// RealFIFO with atomic events, the default. hack/test.sh runs the informer suites
+/// once with each.
 pub const QUEUE_ENV: &str = "CACHE_TEST_QUEUE";
 
-/// The queue these suites run on (see [`QUEUE_ENV`]).
+/// The queue these suites run on (see [`QUEUE_ENV`]). An unknown value fails loudly
+/// rather than silently testing the default.
 pub fn queue_kind() -> QueueKind {
     match std::env::var(QUEUE_ENV).as_deref() {
         Ok("delta") => QueueKind::DeltaFifo,
-        _ => QueueKind::RealFifo,
+        Ok("real") => QueueKind::RealFifo,
+        Ok("atomic") | Ok("") | Err(_) => QueueKind::AtomicFifo,
+        Ok(other) => panic!("{QUEUE_ENV}={other}: expected delta, real or atomic"),
     }
+}
+
+/// Whether the queue of these suites gives the store a resourceVersion and the
+/// handlers bookmarks (the atomic RealFIFO only; see `QueueKind::tracks_store_version`).
+pub fn tracks_store_version() -> bool {
+    queue_kind().tracks_store_version()
 }
 
 /// `SharedIndexInformer::new`, on the queue of [`queue_kind`].
