@@ -28,10 +28,12 @@ pub enum DeltaType {
     Replaced,
     /// A periodic resync of an unchanged object.
     Sync,
-    /// The watch (or a finished list) reached a resourceVersion: everything queued
-    /// before it is at least that fresh. Only the [`RealFifo`](crate::RealFifo)
-    /// queues it (client-go's `Bookmark` delta, emitted by its in-order FIFO only): a
-    /// DeltaFIFO regroups events per key, so no point in it is "everything before".
+    /// The watch reached a resourceVersion: everything queued before it is at least
+    /// that fresh. Only the atomic [`RealFifo`](crate::RealFifo) queues it (client-go
+    /// queues bookmarks only with `AtomicFIFO`, "which avoids events propagating out of
+    /// RV order during Replace and Resync"; a finished list carries its version in its
+    /// `ReplacedAll`): a DeltaFIFO regroups events per key, so no point in it is
+    /// "everything before", and a plain RealFIFO spells a relist out event by event.
     Bookmark,
 }
 

@@ -22,7 +22,7 @@
 //!
 //! | | DeltaFIFO (`DeltaFIFO.Replace`) | RealFIFO (`reconcileReplacement`) |
 //! |---|---|---|
-//! | a key the list lacks whose newest queued delta is already a deletion | tombstoned again, and the DeltaFIFO's `dedupDeltas` collapses the two deletions into the queued one | skipped: every event is its own entry, nothing would collapse the two, and handlers would hear of the deletion twice (`QueuedDeletion`) |
+//! | a key the list lacks whose newest queued delta is already a deletion | tombstoned again, and the DeltaFIFO's `dedupDeltas` collapses the two deletions into one (`isDeletionDup`) | skipped: every event is its own entry, nothing would collapse the two, and handlers would hear of the deletion twice (`QueuedDeletion`) |
 //! | the tombstones of queued keys come | in the order of the queue's map of keys (Go: map iteration) | in the order the keys were first queued (Go: `queuedKeys`) |
 //! | the tombstones are queued | after the listed objects, which the DeltaFIFO queues page by page as they arrive | *before* the listed objects, as client-go's `RealFIFO.Replace` does ("logically the deletes of known items should happen BEFORE newItems are added"): the pages wait in the FIFO until the last one is in |
 //! | the initial population counts | the keys that took a place in line (Go: `keys.Len() + queuedDeletions`) | every event queued (Go: `len(f.items)`) |
@@ -114,8 +114,9 @@ pub struct Replacement {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum QueuedDeletion {
     /// Tombstone it anyway, as client-go's `DeltaFIFO.Replace` does: the tombstone
-    /// joins the key's queued deltas, where `dedupDeltas` collapses it into the
-    /// deletion already there (keeping that one, the more informative).
+    /// joins the key's queued deltas, where `dedupDeltas` collapses the two deletions
+    /// into one (client-go's `isDeletionDup`: the queued deletion stays, unless it is a
+    /// tombstone itself; either way the content is the same).
     Tombstone,
     /// Leave it, as client-go's `reconcileReplacement` (RealFIFO) does: there every
     /// event is its own entry, so a tombstone would be a second deletion delivered.
