@@ -38,7 +38,7 @@
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::sync::mpsc;
@@ -218,6 +218,10 @@ impl<K> Clone for Notification<K> {
 /// `HasSyncedChecker`).
 #[derive(Debug, Default)]
 pub(crate) struct SyncTracker {
+    /// The listener's id, unique in the process (not only in its informer), so that a
+    /// registration handed to another informer's `remove_event_handler` removes
+    /// nothing there (client-go compares listener pointers).
+    pub(crate) uid: u64,
     pending_initial: AtomicUsize,
     /// Notified each time the handler catches up with the initial notifications
     /// queued so far.
@@ -300,7 +304,11 @@ impl<K: Send + Sync + 'static> Listener<K> {
         resync_period: Option<Duration>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
-        let tracker = Arc::new(SyncTracker::default());
+        static NEXT_UID: AtomicU64 = AtomicU64::new(0);
+        let tracker = Arc::new(SyncTracker {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            ..SyncTracker::default()
+        });
         let runtime = tokio::runtime::Handle::try_current().ok();
         let (thread_name, thread_tracker) = (format!("handler-{name}-{id}"), tracker.clone());
         let informer = name.to_string();
@@ -320,7 +328,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
             tracing::error!(informer = %name, error = %e, "could not start an event handler thread");
         }
         Self {
-            id,
+            // The process-wide id (see `SyncTracker::uid`); `id` names the thread.
+            id: tracker.uid,
             tx,
             tracker,
             resync_period: resync_period.filter(|p| !p.is_zero()),

@@ -37,15 +37,17 @@ impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
 }
 
 impl<K> ResourceEventHandlerRegistration<K> {
-    /// The registration of listener `id` (its initial-list count in `tracker`) on the
-    /// informer whose synced flag is `informer_synced`.
+    /// The registration of the listener whose initial-list count (and process-wide
+    /// id) is `tracker`, on the informer whose synced flag is `informer_synced`.
     pub(crate) fn new(
-        id: u64,
+        _informer_local_id: u64,
         tracker: Arc<SyncTracker>,
         informer_synced: Weak<watch::Sender<bool>>,
     ) -> Self {
         Self {
-            id,
+            // The listener's process-wide id, which the informer removes by: an id
+            // counted per informer would let another informer's handler be removed.
+            id: tracker.uid,
             tracker,
             informer_synced,
             _kind: PhantomData,

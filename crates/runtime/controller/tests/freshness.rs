@@ -139,7 +139,7 @@ impl Setup {
 
 #[tokio::test(start_paused = true)]
 async fn the_next_sync_waits_for_the_write_and_wakes_the_moment_the_informer_applies_it() {
-    let s = setup(Duration::from_secs(5), QueueKind::RealFifo).await;
+    let s = setup(Duration::from_secs(5), QueueKind::AtomicFifo).await;
     *s.writer.next_write.lock() = Some("11".into());
     s.queue.add(KEY.to_string());
     s.until_syncs(1).await;
@@ -183,7 +183,7 @@ async fn the_next_sync_waits_for_the_write_and_wakes_the_moment_the_informer_app
 
 #[tokio::test(start_paused = true)]
 async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_with_backoff() {
-    let s = setup(Duration::from_millis(100), QueueKind::RealFifo).await;
+    let s = setup(Duration::from_millis(100), QueueKind::AtomicFifo).await;
     *s.writer.next_write.lock() = Some("50".into());
     s.queue.add(KEY.to_string());
     s.until_syncs(1).await;
@@ -221,7 +221,7 @@ async fn a_cache_that_does_not_catch_up_in_time_requeues_the_key_with_backoff() 
 
 #[tokio::test(start_paused = true)]
 async fn a_version_the_api_does_not_promise_to_order_never_holds_a_key_back() {
-    let s = setup(Duration::from_secs(5), QueueKind::RealFifo).await;
+    let s = setup(Duration::from_secs(5), QueueKind::AtomicFifo).await;
     *s.writer.next_write.lock() = Some("not-a-number".into());
     s.queue.add(KEY.to_string());
     s.until_syncs(1).await;
@@ -248,7 +248,7 @@ async fn an_informer_without_a_store_version_never_holds_a_key_back() {
 
 #[tokio::test(start_paused = true)]
 async fn only_the_newest_write_per_type_counts_and_writes_of_untracked_types_are_ignored() {
-    let s = setup(Duration::from_secs(5), QueueKind::RealFifo).await;
+    let s = setup(Duration::from_secs(5), QueueKind::AtomicFifo).await;
     let f = &s.writer.freshness;
     f.wrote(KEY, &config_map("a", "12"));
     f.wrote(KEY, &config_map("a", "11")); // older: ignored
