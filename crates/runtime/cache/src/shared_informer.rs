@@ -105,13 +105,19 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     }
 
     /// The shortest resync period of any handler, if any handler wants resyncs.
+    /// As client-go's `resyncCheckPeriod`, the informer's default period counts too
+    /// (even when no handler uses it): a 3 s handler on an informer whose default is
+    /// 1 s is checked every second and resynced at 3 s, not at the next 2 s tick.
     fn resync_check_period(&self) -> Option<Duration> {
-        self.processor
+        let shortest = self
+            .processor
             .lock()
             .listeners
             .iter()
             .filter_map(|l| l.resync_period())
-            .min()
+            .min()?;
+        let default = Some(self.default_resync_period).filter(|d| !d.is_zero());
+        Some(default.map_or(shortest, |d| d.min(shortest)))
     }
 }
 

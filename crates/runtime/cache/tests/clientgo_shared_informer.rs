@@ -388,7 +388,6 @@ async fn listener_resync_periods(startup_delay: Duration) {
 
 // client-go: TestListenerResyncPeriods (shared_informer_test.go)
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 32: resyncs are checked every min(handler periods) (2 s here) instead of client-go's min(default 1 s, handler periods), so the 3 s handler is resynced at 4 s, not 3 s"]
 async fn listener_resync_periods_no_delay() {
     listener_resync_periods(Duration::ZERO).await;
 }
@@ -398,7 +397,6 @@ async fn listener_resync_periods_no_delay() {
 // In part: the processor hook has no counterpart (module docs); the test's clock
 // offset is Go's.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 32: resyncs are checked every min(handler periods) (2 s here) instead of client-go's min(default 1 s, handler periods), so the 3 s handler is resynced at 4 s, not 3 s"]
 async fn listener_resync_periods_delayed() {
     listener_resync_periods(Duration::from_secs(1)).await;
 }
