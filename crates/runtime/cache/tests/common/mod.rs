@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used)]
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod fake_source;
+
 use std::sync::Arc;
 use std::time::Duration;
 
