@@ -21,8 +21,8 @@
 #
 # Implementations (Rust: informer-sync-bench sync --impl ...; Go: informer-sync-go sync):
 #   ours                    crates/runtime/cache SharedIndexInformer with its defaults (a streaming
-#                           list, sendInitialEvents, falling back to paged lists; the in-order
-#                           RealFIFO popped in batches), no handlers; timed until
+#                           list, sendInitialEvents, falling back to paged lists; the atomic
+#                           RealFIFO: a relist one entry), no handlers; timed until
 #                           wait_for_cache_sync returns (woken, not polled). Every ours-*
 #                           variant except ours-plain runs in the controller binaries'
 #                           process set-up: their API client (manager::ClientArgs: HTTP/2,
@@ -36,6 +36,8 @@
 #                           500 (each page queued as it arrives, one page of read-ahead)
 #   ours-deltafifo          ours with set_queue_kind(DeltaFifo): the classic per-key queue
 #                           instead of the RealFIFO (not in IMPLS by default)
+#   ours-realfifo           ours with set_queue_kind(RealFifo): the plain RealFIFO, the default
+#                           before the atomic one (not in IMPLS by default)
 #   ours-untraced           ours with the pipeline trace off (PIPELINE_TRACE=off): the cost
 #                           of the always-on /debug/pipeline recording (not in IMPLS by default)
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
@@ -110,7 +112,7 @@ OUT="$(cd "$OUT" && pwd)"
 say() { printf '\n=== %s\n' "$*"; }
 die() { printf 'informer-sync.sh: %s\n' "$*" >&2; exit 1; }
 
-KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
+KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-realfifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
 # Every ours-* and client-go* variant also on JSON: its name + "-json".
 for i in $KNOWN_IMPLS; do
   case $i in ours* | client-go*) KNOWN_IMPLS+="$i-json " ;; esac
@@ -313,7 +315,7 @@ DOC = {
     "etcd": "kube-apiserver with --feature-gates=ListFromCacheSnapshot=false: paged lists' continuation pages "
             "read from etcd (first pages, RV=0 lists and streaming lists from the watch cache)",
 }
-impls = ["ours", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "kube-runtime", "kube-runtime-transform",
+impls = ["ours", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "ours-realfifo", "kube-runtime", "kube-runtime-transform",
          "kube-runtime-streaming", "client-go", "client-go-streaming", "client-go-transform",
          "client-go-streaming-transform"]
 impls += [i + "-json" for i in impls if i.startswith(("ours", "client-go"))]
@@ -359,7 +361,7 @@ pairs = [("ours", "client-go-streaming"), ("ours-strip", "client-go-streaming"),
          ("ours", "ours-plain"), ("ours-plain", "kube-runtime"),
          ("ours-transform", "kube-runtime-transform"), ("ours-transform", "client-go-streaming-transform"),
          ("ours-transform", "client-go-transform"), ("ours", "kube-runtime-streaming"),
-         ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours-deltafifo", "kube-runtime"),
+         ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours", "ours-realfifo"), ("ours-deltafifo", "kube-runtime"),
          ("ours", "ours-untraced")]
 for s in sizes:
     for st in states:

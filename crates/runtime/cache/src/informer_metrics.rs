@@ -90,9 +90,36 @@ pub fn set_global_informer_metrics_provider(provider: Arc<dyn InformerMetricsPro
     GLOBAL_PROVIDER.set(provider).is_ok()
 }
 
+/// One (name, resource) pair taken for as long as this lives: client-go's
+/// `InformerName.WithResource` answering `Reserved() == true`, and its `Release` on
+/// drop.
+#[derive(Debug)]
+struct Reservation(InformerNameAndResource);
+
+impl Reservation {
+    /// Takes `id`; `None` when its name is empty or a live reservation holds it.
+    fn take(id: InformerNameAndResource) -> Option<Self> {
+        if id.name.is_empty() {
+            return None;
+        }
+        let mut taken = reserved().lock().unwrap_or_else(|e| e.into_inner());
+        // Lazily: a `Reservation` made and dropped here would release (and lock) at once.
+        taken.insert(id.clone()).then(|| Self(id))
+    }
+}
+
+impl Drop for Reservation {
+    /// The informer is gone: its (name, resource) may be reserved again (client-go's
+    /// `InformerName.Release`).
+    fn drop(&mut self) {
+        let mut taken = reserved().lock().unwrap_or_else(|e| e.into_inner());
+        taken.remove(&self.0);
+    }
+}
+
 /// The metric objects of one informer.
 pub(crate) struct InformerMetrics {
-    id: InformerNameAndResource,
+    _reservation: Reservation,
     queued_items: Arc<dyn SettableGaugeMetric>,
     processing_latency: Arc<dyn HistogramMetric>,
     store_resource_version: Arc<dyn SettableGaugeMetric>,
@@ -103,19 +130,14 @@ impl InformerMetrics {
     /// no name, no provider is installed, or another live informer holds the same
     /// (name, resource).
     pub(crate) fn resolve(id: InformerNameAndResource) -> Option<Self> {
-        if id.name.is_empty() {
-            return None;
-        }
         let provider = GLOBAL_PROVIDER.get()?;
-        let mut taken = reserved().lock().unwrap_or_else(|e| e.into_inner());
-        if !taken.insert(id.clone()) {
-            return None;
-        }
+        let reservation = Reservation::take(id)?;
+        let id = &reservation.0;
         Some(Self {
-            queued_items: provider.new_queued_item_metric(&id),
-            processing_latency: provider.new_processing_latency_metric(&id),
-            store_resource_version: provider.new_store_resource_version_metric(&id),
-            id,
+            queued_items: provider.new_queued_item_metric(id),
+            processing_latency: provider.new_processing_latency_metric(id),
+            store_resource_version: provider.new_store_resource_version_metric(id),
+            _reservation: reservation,
         })
     }
 
@@ -134,15 +156,6 @@ impl InformerMetrics {
         if let Some(value) = least_significant_digits(rv) {
             self.store_resource_version.set(value);
         }
-    }
-}
-
-impl Drop for InformerMetrics {
-    /// The informer is gone: its (name, resource) may be reserved again (client-go's
-    /// `InformerName.Release`).
-    fn drop(&mut self) {
-        let mut taken = reserved().lock().unwrap_or_else(|e| e.into_inner());
-        taken.remove(&self.id);
     }
 }
 
@@ -170,5 +183,44 @@ mod tests {
         );
         assert_eq!(least_significant_digits(""), None);
         assert_eq!(least_significant_digits("abc"), None);
+    }
+
+    fn id(name: &str, resource: &str) -> InformerNameAndResource {
+        InformerNameAndResource {
+            name: name.into(),
+            group: String::new(),
+            version: "v1".into(),
+            resource: resource.into(),
+        }
+    }
+
+    // client-go: TestWithResource (identity_test.go). Each case uses a name of its own
+    // (the registry is process-wide and unit tests share the process; client-go calls
+    // `ResetInformerNamesForTesting` instead).
+    #[test]
+    fn with_resource() {
+        // "first GVR is reserved"
+        assert!(Reservation::take(id("first-gvr", "pods")).is_some());
+        // "same GVR second time is not reserved"
+        let _held = Reservation::take(id("same-gvr", "pods")).unwrap();
+        assert!(Reservation::take(id("same-gvr", "pods")).is_none());
+        // "different GVR is reserved"
+        let _held = Reservation::take(id("different-gvr", "pods")).unwrap();
+        assert!(Reservation::take(id("different-gvr", "configmaps")).is_some());
+        // "nil InformerName returns not reserved": no name, no series.
+        assert!(Reservation::take(id("", "pods")).is_none());
+    }
+
+    // client-go: TestRelease (identity_test.go), and TestNewInformerName's "released
+    // name can be reused" and "different name is unique".
+    #[test]
+    fn release() {
+        let first = Reservation::take(id("release", "pods")).unwrap();
+        assert!(Reservation::take(id("release-other", "pods")).is_some());
+        drop(first);
+        assert!(
+            Reservation::take(id("release", "pods")).is_some(),
+            "a released (name, resource) is reserved again"
+        );
     }
 }

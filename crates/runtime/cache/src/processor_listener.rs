@@ -234,6 +234,23 @@ pub(crate) struct SyncTracker {
 }
 
 impl SyncTracker {
+    /// A tracker with the next process-wide id.
+    fn with_next_uid() -> Self {
+        static NEXT_UID: AtomicU64 = AtomicU64::new(0);
+        Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            ..Self::default()
+        }
+    }
+
+    /// The tracker of a handler that was refused (its informer had stopped): shut
+    /// down from the start, never called.
+    pub(crate) fn refused() -> Self {
+        let tracker = Self::with_next_uid();
+        tracker.shut_down.store(true, Ordering::SeqCst);
+        tracker
+    }
+
     pub(crate) fn pending(&self) -> usize {
         self.pending_initial.load(Ordering::SeqCst)
     }
@@ -304,11 +321,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         resync_period: Option<Duration>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
-        static NEXT_UID: AtomicU64 = AtomicU64::new(0);
-        let tracker = Arc::new(SyncTracker {
-            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
-            ..SyncTracker::default()
-        });
+        let tracker = Arc::new(SyncTracker::with_next_uid());
         let runtime = tokio::runtime::Handle::try_current().ok();
         let (thread_name, thread_tracker) = (format!("handler-{name}-{id}"), tracker.clone());
         let informer = name.to_string();

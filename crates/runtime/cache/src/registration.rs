@@ -54,6 +54,18 @@ impl<K> ResourceEventHandlerRegistration<K> {
         }
     }
 
+    /// The registration of a handler a stopped informer refused: shut down, never
+    /// synced, removing it removes nothing.
+    pub(crate) fn refused() -> Self {
+        let tracker = Arc::new(SyncTracker::refused());
+        Self {
+            id: tracker.uid,
+            tracker,
+            informer_synced: Weak::new(),
+            _kind: PhantomData,
+        }
+    }
+
     /// The listener's id in the informer's processor.
     pub(crate) fn id(&self) -> u64 {
         self.id

@@ -28,13 +28,12 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::delta_fifo::DeltaFifo;
@@ -53,6 +52,8 @@ use crate::store::{Indexer, Indexers};
 use crate::transform::TransformFunc;
 
 mod apply;
+mod observe;
+mod resync;
 
 /// The processor: registered handlers. Holding its lock is client-go's `blockDeltas`:
 /// deltas are applied and distributed under it, so a late registration can take a
@@ -94,6 +95,10 @@ struct Inner<K> {
     /// ([`QueueKind::tracks_store_version`]).
     in_order: AtomicBool,
     started: AtomicBool,
+    /// Set (under the processor lock) when `run` has ended: from then on a new
+    /// handler is refused, as client-go's `AddEventHandlerWithOptions` refuses one
+    /// once `stopped` is set.
+    stopped: AtomicBool,
     /// Who this informer is in the informer metrics (client-go's
     /// `InformerNameAndResource`); `None`: no metrics.
     metrics_identity: Mutex<Option<InformerNameAndResource>>,
@@ -225,6 +230,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 in_order: AtomicBool::new(false),
                 metrics_identity: Mutex::new(None),
                 started: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
                 synced: Arc::new(watch::Sender::new(false)),
             }),
         }
@@ -243,12 +249,27 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
 
     /// Registers a handler with its own resync period (zero: none): client-go's
     /// `AddEventHandlerWithResyncPeriod`.
+    ///
+    /// An informer that has stopped refuses the handler, as client-go does: the
+    /// handler is never called, the returned registration is already
+    /// [shut down](ResourceEventHandlerRegistration::is_shut_down) and never
+    /// [synced](ResourceEventHandlerRegistration::has_synced), and a warning is logged.
+    /// (client-go returns an error "handler ... was not added to shared informer
+    /// because it has stopped already"; here registering stays infallible, so the
+    /// many callers that register before `run` need no error path.)
     pub fn add_event_handler_with_resync_period(
         &self,
         handler: impl EventHandler<K>,
         resync_period: Duration,
     ) -> ResourceEventHandlerRegistration<K> {
         let mut processor = self.inner.processor.lock();
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            tracing::warn!(
+                informer = %self.inner.name,
+                "handler was not added to the shared informer because it has stopped already"
+            );
+            return ResourceEventHandlerRegistration::refused();
+        }
         let id = processor.next_id;
         processor.next_id += 1;
         let listener =
@@ -413,37 +434,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 .with_synced_signal(synced)
                 .into(),
         });
-        // The page's FIFO depth and indexer size, for as long as this run lasts.
-        let fifo_weak = Arc::downgrade(&fifo);
-        pipeline::gauges().register(
-            self.inner.component.to_string(),
-            pipeline::Stage::Fifo,
-            "depth",
-            move || fifo_weak.upgrade().map(|f| count(f.len())),
-        );
-        // The wire the API server answers this informer in (`-` before its first
-        // answer or without a server), for as long as this run lasts.
-        let (running, lister_watcher) = (Arc::downgrade(&fifo), self.inner.lister_watcher.clone());
-        pipeline::gauges().register_text(
-            self.inner.component.to_string(),
-            pipeline::Stage::Fifo,
-            "wire",
-            move || {
-                running.upgrade()?;
-                Some(lister_watcher.answered_wire().map_or("-", |w| w.as_str()))
-            },
-        );
-        let inner_weak = Arc::downgrade(&self.inner);
-        let running = Arc::downgrade(&fifo);
-        pipeline::gauges().register(
-            self.inner.component.to_string(),
-            pipeline::Stage::Indexer,
-            "size",
-            move || {
-                running.upgrade()?;
-                inner_weak.upgrade().map(|i| count(i.indexer.len()))
-            },
-        );
+        self.inner.register_gauges(&fifo);
         let reflector = Arc::new(
             Reflector::new(
                 self.inner.name.clone(),
@@ -459,7 +450,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             let cancel = cancel.clone();
             async move { reflector.run(cancel).await }
         });
-        let resync_task = tokio::spawn(resync_loop(
+        let resync_task = tokio::spawn(resync::resync_loop(
             Arc::downgrade(&self.inner),
             fifo.clone(),
             cancel.clone(),
@@ -499,46 +490,9 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         let _ = reflector_task.await;
         resync_task.abort();
         // Dropping the listeners closes their buffers; their threads deliver what is
-        // buffered and end.
-        self.inner.processor.lock().listeners.clear();
-    }
-}
-
-/// A size as a gauge value.
-fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Periodically asks which handlers are due for a resync and, if any, queues `Sync`
-/// deltas: client-go's reflector `resyncChan` + `processor.shouldResync`.
-async fn resync_loop<K: Resource + Send + Sync + 'static>(
-    inner: Weak<Inner<K>>,
-    fifo: Arc<InformerQueue<K>>,
-    cancel: CancellationToken,
-) {
-    loop {
-        let period = match inner.upgrade() {
-            Some(inner) => inner.resync_check_period(),
-            None => return,
-        };
-        // With no handler wanting resyncs, look again later (handlers may be added).
-        let wait = period.unwrap_or(Duration::from_secs(1));
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(wait) => {}
-        }
-        let Some(inner) = inner.upgrade() else { return };
-        let now = Instant::now();
-        let any_due = {
-            let mut processor = inner.processor.lock();
-            let mut any = false;
-            for listener in processor.listeners.iter_mut() {
-                any |= listener.check_resync(now);
-            }
-            any
-        };
-        if any_due {
-            fifo.resync();
-        }
+        // buffered and end. Under the same lock, later registrations are refused.
+        let mut processor = self.inner.processor.lock();
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        processor.listeners.clear();
     }
 }

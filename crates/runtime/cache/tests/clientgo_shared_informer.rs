@@ -29,7 +29,10 @@
 //!   informer runs (`processor_listener` module docs); it ends once the informer is
 //!   dropped, which the test asserts instead of "nothing running".
 //! * `RemoveEventHandler` and `AddEventHandler` return no error: removal cannot fail,
-//!   and there is no "stopped already" to report (but see `TestAddOnStoppedSharedInformer`).
+//!   and a handler added to a stopped informer is refused without one: its
+//!   registration comes back already shut down and never syncs, and a warning is
+//!   logged (`TestAddOnStoppedSharedInformer`; the `add_event_handler_with_resync_period`
+//!   docs).
 //!
 //! # Not ported, or only in part
 //!
@@ -837,7 +840,6 @@ async fn state_shared_informer() {
 
 // client-go: TestAddOnStoppedSharedInformer (shared_informer_test.go)
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 32: a handler added to a stopped informer is accepted and handed the stale cache; client-go rejects it (\"was not added to shared informer because it has stopped already\")"]
 async fn add_on_stopped_shared_informer() {
     let source = FakeControllerSource::new();
     source.add(pod("pod1"));
@@ -860,6 +862,7 @@ async fn add_on_stopped_shared_informer() {
         registration.is_shut_down(),
         "stopped informer did not reject add handler"
     );
+    assert!(!registration.has_synced(), "a refused handler never syncs");
 }
 
 // client-go: TestRemoveOnStoppedSharedInformer (shared_informer_test.go)

@@ -76,8 +76,11 @@ enum Impl {
     /// share from the process's.
     OursPlain,
     /// Ours with set_queue_kind(DeltaFifo): the classic per-key queue instead of the
-    /// default in-order RealFIFO.
+    /// default atomic RealFIFO.
     OursDeltafifo,
+    /// Ours with set_queue_kind(RealFifo): the plain in-order RealFIFO (a relist spelled
+    /// out as events; the default before the atomic one).
+    OursRealfifo,
     /// Ours with the pipeline trace off (PIPELINE_TRACE=off): what the always-on
     /// recording of FIFO and indexer steps costs.
     OursUntraced,
@@ -101,6 +104,7 @@ impl Impl {
             Impl::OursPaged => "ours-paged",
             Impl::OursPlain => "ours-plain",
             Impl::OursDeltafifo => "ours-deltafifo",
+            Impl::OursRealfifo => "ours-realfifo",
             Impl::OursUntraced => "ours-untraced",
             Impl::KubeRuntime => "kube-runtime",
             Impl::KubeRuntimeTransform => "kube-runtime-transform",
@@ -124,6 +128,7 @@ impl Impl {
                 | Impl::OursStrip
                 | Impl::OursPaged
                 | Impl::OursDeltafifo
+                | Impl::OursRealfifo
                 | Impl::OursUntraced
         )
     }
@@ -320,6 +325,7 @@ async fn sync(
         | Impl::OursStrip
         | Impl::OursPaged
         | Impl::OursDeltafifo
+        | Impl::OursRealfifo
         | Impl::OursUntraced
         | Impl::OursPlain => {
             pipeline::global().set_enabled(!matches!(implementation, Impl::OursUntraced));
@@ -334,6 +340,9 @@ async fn sync(
             informer.set_watch_list(!matches!(implementation, Impl::OursPaged));
             if matches!(implementation, Impl::OursDeltafifo) {
                 informer.set_queue_kind(cache::QueueKind::DeltaFifo);
+            }
+            if matches!(implementation, Impl::OursRealfifo) {
+                informer.set_queue_kind(cache::QueueKind::RealFifo);
             }
             if matches!(implementation, Impl::OursTransform) {
                 informer
