@@ -27,8 +27,8 @@
 //!   is a sync, and only goes to handlers in a resync round.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kube::Resource;
