@@ -1,6 +1,7 @@
 //! Why a Foo sync failed. Every variant means "retry with backoff"; the permanent
-//! problems (Foo gone, empty deploymentName) are not errors at all (see
-//! [`sync`](crate::sync)).
+//! problems (Foo gone, empty deploymentName) and the expected states of a namespace
+//! being deleted (a create refused as `NamespaceTerminating`, a 404 on the status
+//! write; [`controller::expected`]) are not errors at all (see [`sync`](crate::sync)).
 
 /// A failed sync of one Foo.
 #[derive(Debug, thiserror::Error)]

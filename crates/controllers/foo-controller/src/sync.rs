@@ -8,7 +8,11 @@
 //!    garbage collector removes its Deployment through the owner reference.
 //! 2. An empty `spec.deploymentName` can never work: report it (a Warning Event the
 //!    user sees in `kubectl describe foo`) and stop, without retrying.
-//! 3. Read the Deployment from its lister; missing -> create it. Better: when the API
+//! 3. Read the Deployment from its lister; missing -> create it. A create the API
+//!    server refuses because the namespace is being deleted (403 with the
+//!    `NamespaceTerminating` cause) ends the sync quietly: the namespace deletion takes
+//!    the Foo too, as the ReplicaSet controller reasons for its pods
+//!    ([`controller::expected`]). Better: when the API
 //!    server refuses the Deployment as invalid (422: a `deploymentName` such as
 //!    `Bad_Name!`), that is the user's to fix: a Warning Event naming
 //!    `spec.deploymentName` and the server's reason, and no retry (editing the Foo
@@ -24,7 +28,9 @@
 //!    Warning Event `ErrResourceExists`, return an error (retried with backoff), and
 //!    never modify it.
 //! 5. Replicas differ -> scale the Deployment (a merge patch of `spec.replicas`).
-//! 6. Copy the Deployment's `availableReplicas` into the Foo's status.
+//! 6. Copy the Deployment's `availableReplicas` into the Foo's status. A 404 there
+//!    means the Foo was deleted since the cache saw it: the sync ends, `Ok`, at debug
+//!    (its deletion event follows); sample-controller returns the error and retries.
 //! 7. Normal Event `Synced`.
 //!
 //! Better: every write is reported to the staleness guard ([`Freshness`], when the
@@ -181,6 +187,13 @@ impl FooSyncer {
                     }
                     Err(source) => {
                         let err = api_error("create Deployment", source);
+                        if err.is_namespace_terminating() {
+                            // Expected while the namespace is deleted: it takes the
+                            // Foo with it. No Event (it could not be created either),
+                            // no error, no retry (controller::expected).
+                            debug!(key, error = %err, "namespace is terminating; not creating the Deployment");
+                            return Ok(());
+                        }
                         if !err.is_invalid() {
                             return Err(err.into());
                         }
@@ -263,10 +276,19 @@ impl FooSyncer {
                 available_replicas: available,
             });
             let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
-            let written = foos
-                .replace_status(name, &post, &updated)
-                .await
-                .map_err(|source| ApiError::new("update Foo status", namespace, name, source))?;
+            let written = match foos.replace_status(name, &post, &updated).await {
+                Ok(written) => written,
+                Err(source) => {
+                    let err = ApiError::new("update Foo status", namespace, name, source);
+                    if err.is_not_found() {
+                        // Deleted since the cache saw it: nothing left to converge,
+                        // and its deletion event is on its way (controller::expected).
+                        debug!(key, error = %err, "Foo is gone; its status is not written");
+                        return Ok(());
+                    }
+                    return Err(err.into());
+                }
+            };
             self.wrote(key, &written);
         }
 

@@ -1,5 +1,7 @@
 //! Why a MyWeb reconcile failed. Every variant means "retry with backoff"; a MyWeb that
-//! is gone is not an error at all (see [`reconcile`](crate::reconcile)).
+//! is gone, and the expected states of a namespace being deleted (a create refused as
+//! `NamespaceTerminating`, a 404 on the status write; [`controller::expected`]), are
+//! not errors at all (see [`reconcile`](crate::reconcile)).
 
 /// A failed reconcile of one MyWeb.
 #[derive(Debug, thiserror::Error)]

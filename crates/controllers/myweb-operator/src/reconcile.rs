@@ -23,6 +23,12 @@
 //!    Warning Event and `Ready=False` with the server's message, then an error:
 //!    backoff, never a hot loop.
 //!
+//! Two answers are expected states while the namespace is being deleted, not errors
+//! ([`controller::expected`]): a create refused with the `NamespaceTerminating` cause
+//! ends the reconcile at step 2 with `Ok` (no Event, no status: the namespace deletion
+//! takes the MyWeb too, as the ReplicaSet controller reasons for its pods), and a 404 on
+//! the status write (the MyWeb is gone) ends it at step 3 with `Ok`. Both log at debug.
+//!
 //! # Why server-side apply
 //!
 //! sample-controller (crates/controllers/foo-controller) reads the Deployment, changes `replicas` on
@@ -140,6 +146,14 @@ impl MyWebReconciler {
 
         // 2. The three objects.
         let outcome = self.apply_objects(&web).await;
+        if let Err(Error::Api(err)) = &outcome
+            && err.is_namespace_terminating()
+        {
+            // Expected while the namespace is deleted: it takes the MyWeb with it. No
+            // Warning Event, no Ready=False, no error, no retry (controller::expected).
+            debug!(namespace, name, error = %err, "namespace is terminating; not creating");
+            return Ok(());
+        }
 
         // 3. Status, from the outcome.
         let readiness = match &outcome {
@@ -151,8 +165,16 @@ impl MyWebReconciler {
                 Readiness::not_ready(err.reason(), message)
             }
         };
-        self.write_status(&web, &readiness).await?;
-        outcome.map(|_| ())
+        match self.write_status(&web, &readiness).await {
+            Err(Error::Api(err)) if err.is_not_found() => {
+                // Deleted since the cache saw it: whatever step 2 found no longer
+                // matters, and its deletion event is on its way (controller::expected).
+                debug!(namespace, name, error = %err, "MyWeb is gone; its status is not written");
+                Ok(())
+            }
+            Err(err) => Err(err),
+            Ok(()) => outcome.map(|_| ()),
+        }
     }
 
     /// Step 2: the ConfigMap first (the pods mount it), then the Deployment, then the

@@ -77,6 +77,7 @@ pub mod controller;
 pub mod error;
 pub mod finalizer;
 pub mod handlers;
+pub mod limits;
 pub mod server;
 pub mod status;
 pub mod sync;

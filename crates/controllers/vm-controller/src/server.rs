@@ -43,6 +43,7 @@ use apis::cloudnative::v1alpha1::{VirtualMachine, VirtualMachineResource};
 use vm_driver::{ServerSpec, validate_name};
 
 use crate::error::{Error, Result};
+use crate::limits::checked;
 
 /// The annotation holding the `spec.resource` (as JSON) the server was created with.
 pub const ANNOTATION_RESOURCES: &str = "cloudnative.tw/server-resources";
@@ -98,15 +99,24 @@ pub fn server_name(vm: &VirtualMachine) -> Result<String> {
 
 /// The [`ServerSpec`] for `vm`'s `spec.resource`, named `name`.
 ///
-/// A quantity that cannot be turned into a number is [`Error::InvalidSpec`]: permanent
-/// until the user edits the object (the API server's CEL rules refuse most such values
-/// before they are stored).
+/// A size that is not a quantity or is outside the controller's limits
+/// ([`crate::limits`], the webhook's, with the webhook's messages) is
+/// [`Error::InvalidSpec`]: permanent until the user edits the object (the webhook and
+/// the API server's CEL rules refuse most such values before they are stored). The
+/// limits govern *creating* a server: for a VirtualMachine whose server already exists
+/// (`status.server`), only the quantities must be readable, so a server created before
+/// a limit was lowered is still observed and can still be deleted, and a resize beyond
+/// the limit is reported as `ResizeUnsupported`, which is what it is.
 pub fn server_spec(vm: &VirtualMachine, name: &str) -> Result<ServerSpec> {
-    let parsed = vm
-        .spec
-        .resource
-        .parse()
-        .map_err(|err| Error::InvalidSpec(err.to_string()))?;
+    let has_server = vm.status.as_ref().is_some_and(|s| s.server.is_some());
+    let parsed = if has_server {
+        vm.spec
+            .resource
+            .parse()
+            .map_err(|err| Error::InvalidSpec(err.to_string()))?
+    } else {
+        checked(&vm.spec.resource).map_err(|err| Error::InvalidSpec(err.to_string()))?
+    };
     let spec = ServerSpec::new(
         name,
         parsed.cpu_cores,
@@ -220,6 +230,46 @@ mod tests {
         assert!(
             matches!(server_spec(&tiny, "n"), Err(Error::InvalidSpec(m)) if m.contains("memory_bytes"))
         );
+    }
+
+    /// The message of the status reason and the Warning Event, when the webhook did not
+    /// refuse the size first: the controller's limit, not the integer type's.
+    #[test]
+    fn a_new_server_gets_the_webhooks_limits_and_messages() {
+        let with_cpu = |cpu: &str| {
+            let mut v = vm("web", Some(UID));
+            v.spec.resource.cpu =
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.into());
+            v
+        };
+        for (cpu, value) in [("99999999999", "\"99999999999\""), ("65", "\"65\"")] {
+            let Err(err) = server_spec(&with_cpu(cpu), "n") else {
+                panic!("{cpu} CPUs accepted");
+            };
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "invalid spec.resource: spec.resource.cpu: Invalid value: {value}: must be at most 64"
+                )
+            );
+        }
+        assert_eq!(server_spec(&with_cpu("64"), "n").unwrap().cpus, 64);
+
+        // A server that exists keeps being observed: the limits are for creating.
+        let mut existing = with_cpu("65");
+        existing.status = Some(crate::status::new_status(
+            apis::cloudnative::v1alpha1::VirtualMachinePhase::Active,
+            None,
+            Some(apis::cloudnative::v1alpha1::ServerStatus {
+                id: "id-1".into(),
+                state: "running".into(),
+                usage: apis::cloudnative::v1alpha1::ResourceUsage {
+                    cpu: 0.0,
+                    memory: 0.0,
+                },
+            }),
+        ));
+        assert_eq!(server_spec(&existing, "n").unwrap().cpus, 65);
     }
 
     #[test]

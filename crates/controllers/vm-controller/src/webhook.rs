@@ -4,9 +4,11 @@
 //! * **Sizes.** `spec.resource` must parse with the project's quantity code (the one the
 //!   controller uses) into at least 1 CPU and more than 0 bytes of memory and root
 //!   disk, and stay within [`MAX_CPUS`], [`MAX_MEMORY_BYTES`] and
-//!   [`MAX_ROOT_DISK_BYTES`]. The CRD's CEL rules already refuse non-quantities and
+//!   [`MAX_ROOT_DISK_BYTES`] ([`crate::limits`], which the sync checks too, with the
+//!   same messages: a value beyond any integer is "must be at most 64", not the
+//!   integer type's maximum). The CRD's CEL rules already refuse non-quantities and
 //!   zero sizes (they work even without the webhook); the upper limits are the
-//!   webhook's, because they are this controller's policy, not the type's.
+//!   controller's, because they are its policy, not the type's.
 //! * **No resize.** `spec.resource` is immutable on update: the driver cannot resize
 //!   a server. Without the webhook the new size is stored and the controller can only
 //!   report `ResizeUnsupported` afterwards (a Warning, and the spec no longer tells the
@@ -31,14 +33,10 @@ use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 use webhook::{Denied, Handler, Request, Validator, Warnings, WebhookServer};
 
+use crate::limits::checked;
 use crate::server_name;
 
-/// The most CPUs a VirtualMachine may ask for.
-pub const MAX_CPUS: u32 = 64;
-/// The most memory a VirtualMachine may ask for: 256 GiB.
-pub const MAX_MEMORY_BYTES: u64 = 256 << 30;
-/// The largest root disk a VirtualMachine may ask for: 2 TiB.
-pub const MAX_ROOT_DISK_BYTES: u64 = 2 << 40;
+pub use crate::limits::{MAX_CPUS, MAX_MEMORY_BYTES, MAX_ROOT_DISK_BYTES};
 
 /// VirtualMachine's admission rules; see the [module docs](self).
 ///
@@ -61,55 +59,8 @@ pub struct VirtualMachineValidator;
 
 impl Validator<VirtualMachine> for VirtualMachineValidator {
     fn validate_create(&self, vm: &VirtualMachine) -> Result<Warnings, Denied> {
-        let parsed = vm
-            .spec
-            .resource
-            .parse()
-            .map_err(|err| Denied::invalid(err.to_string()))?;
-        let too_big = |field: &str, value: &str, limit: String| {
-            Denied::invalid(format!(
-                "{field}: Invalid value: {value:?}: must be at most {limit}"
-            ))
-        };
-        let resource = &vm.spec.resource;
-        if parsed.cpu_cores == 0 {
-            return Err(Denied::invalid(format!(
-                "spec.resource.cpu: Invalid value: {:?}: must be at least 1 CPU",
-                resource.cpu.0
-            )));
-        }
-        if parsed.cpu_cores > MAX_CPUS {
-            return Err(too_big(
-                "spec.resource.cpu",
-                &resource.cpu.0,
-                MAX_CPUS.to_string(),
-            ));
-        }
-        for (field, value, bytes, max, shown) in [
-            (
-                "spec.resource.memory",
-                &resource.memory.0,
-                parsed.memory_bytes,
-                MAX_MEMORY_BYTES,
-                "256Gi",
-            ),
-            (
-                "spec.resource.rootDisk",
-                &resource.root_disk.0,
-                parsed.root_disk_bytes,
-                MAX_ROOT_DISK_BYTES,
-                "2Ti",
-            ),
-        ] {
-            if bytes == 0 {
-                return Err(Denied::invalid(format!(
-                    "{field}: Invalid value: {value:?}: must be greater than 0"
-                )));
-            }
-            if bytes > max {
-                return Err(too_big(field, value, shown.to_string()));
-            }
-        }
+        // The sync checks the same limits with the same messages (crate::limits).
+        checked(&vm.spec.resource).map_err(|err| Denied::invalid(err.to_string()))?;
         // The UID is not always assigned yet at admission; any UID gives the same
         // verdict on the name part.
         let mut named = vm.clone();
@@ -298,9 +249,14 @@ mod tests {
 
     #[test]
     fn bad_and_oversized_sizes_name_the_field() {
-        assert!(
-            denied(&vm("65", "1Gi", "1Gi"))
-                .starts_with("spec.resource.cpu: Invalid value: \"65\": must be at most 64")
+        assert_eq!(
+            denied(&vm("65", "1Gi", "1Gi")),
+            "spec.resource.cpu: Invalid value: \"65\": must be at most 64"
+        );
+        // Beyond u32 (the quantity code's type): the real limit, not 4294967295.
+        assert_eq!(
+            denied(&vm("99999999999", "1Gi", "1Gi")),
+            "spec.resource.cpu: Invalid value: \"99999999999\": must be at most 64"
         );
         assert!(
             denied(&vm("0", "1Gi", "1Gi")).starts_with("spec.resource.cpu: Invalid value: \"0\"")

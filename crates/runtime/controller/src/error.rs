@@ -91,9 +91,19 @@ impl ApiError {
         self.status_code() == Some(409)
     }
 
-    /// 404 Not Found: the object is gone.
+    /// 404 Not Found: the object is gone ([`crate::expected::is_not_found`]). On the
+    /// status write of an object deleted since the cache saw it, an expected state: the
+    /// sync ends with `Ok` (see [`crate::expected`]).
     pub fn is_not_found(&self) -> bool {
-        self.status_code() == Some(404)
+        crate::expected::is_not_found(&self.source)
+    }
+
+    /// A create refused because the namespace is being deleted: 403 with the
+    /// `NamespaceTerminating` cause ([`crate::expected::is_namespace_terminating`]). An
+    /// expected state while a namespace is torn down, not a failure: the sync ends with
+    /// `Ok`, without a Warning Event (see [`crate::expected`]).
+    pub fn is_namespace_terminating(&self) -> bool {
+        crate::expected::is_namespace_terminating(&self.source)
     }
 
     /// 422 Unprocessable Entity (`Invalid`): the server's validation refused the

@@ -36,6 +36,9 @@
 //!   `NewControllerRef`).
 //! - [`error`]: the loop's [`Error`], and [`ApiError`], the failed API call a sync
 //!   handler returns ("was it a 409?" answered in one place).
+//! - [`expected`]: the API answers that are expected states, not failures (a create
+//!   refused in a terminating namespace, a write to an object already gone), classified
+//!   once for every controller.
 //! - [`metrics`]: the hook the loop reports each sync to (controller-runtime's
 //!   `controller_runtime_reconcile_*`), implemented by the `metrics` crate; off and free
 //!   until an observer is installed.
@@ -96,6 +99,7 @@
 pub mod controller;
 pub mod error;
 pub mod event_priority;
+pub mod expected;
 pub mod freshness;
 pub mod gate;
 pub mod informer_synced;

@@ -121,6 +121,7 @@ struct ScriptedAnswer {
 
 enum Answer {
     Failure { code: u16, reason: String },
+    Status(Value),
     Object(Value),
 }
 
@@ -192,6 +193,17 @@ impl FakeApi {
                 code,
                 reason: reason.to_string(),
             },
+        });
+    }
+
+    /// Makes the next `verb` request on `resource` fail with the Status `status` (its
+    /// `code` is the HTTP status): for answers whose `details` matter, such as
+    /// [`namespace_terminating`]. Queued with [`fail_next`](Self::fail_next)'s scripts.
+    pub fn fail_next_status(&self, verb: &str, resource: &str, status: Value) {
+        self.state.lock().scripted.push(ScriptedAnswer {
+            verb: verb.to_string(),
+            resource: resource.to_string(),
+            answer: Answer::Status(status),
         });
     }
 
@@ -273,6 +285,10 @@ async fn handle(
             &reason,
             &format!("scripted failure for {}", action.describe()),
         ),
+        Some(Answer::Status(status)) => {
+            let code = status["code"].as_u64().and_then(|c| u16::try_from(c).ok());
+            json_response(code.unwrap_or(500), &status)
+        }
         Some(Answer::Object(object)) => {
             json_response(if action.verb == "create" { 201 } else { 200 }, &object)
         }
@@ -295,6 +311,32 @@ fn default_response(action: &ApiAction) -> Response<kube::client::Body> {
         ),
         _ => status_response(404, "NotFound", &format!("{} not found", action)),
     }
+}
+
+/// The Status the API server's NamespaceLifecycle admission answers a create of
+/// `resource` `name` in the terminating namespace `namespace` with: 403 Forbidden and
+/// a `NamespaceTerminating` cause (apiserver
+/// `pkg/admission/plugin/namespace/lifecycle/admission.go`). For
+/// [`FakeApi::fail_next_status`].
+pub fn namespace_terminating(namespace: &str, resource: &str, name: &str) -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "{resource} \"{name}\" is forbidden: unable to create new content in namespace \
+             {namespace} because it is being terminated"
+        ),
+        "reason": "Forbidden",
+        "details": {
+            "name": name, "kind": resource,
+            "causes": [{
+                "reason": crate::expected::NAMESPACE_TERMINATING_CAUSE,
+                "message": format!("namespace {namespace} is being terminated"),
+                "field": "metadata.namespace",
+            }],
+        },
+        "code": 403,
+    })
 }
 
 fn status_response(code: u16, reason: &str, message: &str) -> Response<kube::client::Body> {

@@ -4,6 +4,7 @@
 
 use http_body_util::BodyExt;
 use kube::core::Status;
+use kube::core::response::{StatusCause, StatusDetails};
 use protowire::Reader;
 
 use crate::Wire;
@@ -42,7 +43,10 @@ pub fn protobuf_status(body: &[u8]) -> Option<Status> {
     Some(kube_status(status))
 }
 
-/// A decoded protobuf `Status` (an error answer, a watch's ERROR event) as kube's.
+/// A decoded protobuf `Status` (an error answer, a watch's ERROR event) as kube's,
+/// with its causes (`details.causes`: what tells a 403 from a terminating namespace,
+/// apimachinery's `HasStatusCause(err, NamespaceTerminatingCause)`, from any other
+/// 403), so a classifier of `kube::Error::Api` answers the same on both wires.
 pub fn kube_status(status: protowire::meta::Status) -> Status {
     let mut out = if status.status == "Success" {
         Status::success()
@@ -52,5 +56,54 @@ pub fn kube_status(status: protowire::meta::Status) -> Status {
     out.message = status.message;
     out.reason = status.reason;
     out.code = u16::try_from(status.code).unwrap_or(0);
+    if !status.causes.is_empty() {
+        out.details = Some(StatusDetails {
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            uid: String::new(),
+            causes: status
+                .causes
+                .into_iter()
+                .map(|cause| StatusCause {
+                    reason: cause.reason,
+                    message: cause.message,
+                    field: cause.field,
+                })
+                .collect(),
+            retry_after_seconds: 0,
+        });
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_causes_of_a_protobuf_status_are_kept() {
+        let status = kube_status(protowire::meta::Status {
+            status: "Failure".into(),
+            message: "forbidden".into(),
+            reason: "Forbidden".into(),
+            code: 403,
+            causes: vec![protowire::meta::StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: "namespace ns is being terminated".into(),
+                field: "metadata.namespace".into(),
+            }],
+        });
+        assert_eq!(status.code, 403);
+        let causes = status.details.expect("details").causes;
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].reason, "NamespaceTerminating");
+        assert_eq!(causes[0].field, "metadata.namespace");
+
+        let plain = kube_status(protowire::meta::Status {
+            code: 404,
+            ..Default::default()
+        });
+        assert!(plain.details.is_none());
+    }
 }

@@ -33,6 +33,24 @@ pub struct Status {
     pub reason: String,
     /// `code = 6`: the HTTP status (410 for an expired resourceVersion).
     pub code: i32,
+    /// `details = 5` -> `causes = 4`: the machine-readable causes. Decoded because a
+    /// controller branches on them as on the code: the API server's NamespaceLifecycle
+    /// admission answers a create in a terminating namespace with a plain 403 that only
+    /// its `NamespaceTerminating` cause tells apart from an RBAC refusal (apimachinery's
+    /// `errors.HasStatusCause`). The rest of `details` is skipped.
+    pub causes: Vec<StatusCause>,
+}
+
+/// `metav1.StatusCause`: one machine-readable cause of an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusCause {
+    /// `reason = 1`: the cause's type (Go's `StatusCause.Type`, `CauseType`), e.g.
+    /// "NamespaceTerminating" or "FieldValueInvalid".
+    pub reason: String,
+    /// `message = 2`: for people.
+    pub message: String,
+    /// `field = 3`: the field at fault, e.g. "metadata.namespace".
+    pub field: String,
 }
 
 /// Decodes a `ListMeta` message.
@@ -70,7 +88,7 @@ pub fn list_meta(mut r: Reader<'_>) -> Result<ListMeta, DecodeError> {
     Ok(meta)
 }
 
-/// Decodes a `Status` message (its details are skipped).
+/// Decodes a `Status` message (of its details, only the causes).
 pub fn status(mut r: Reader<'_>) -> Result<Status, DecodeError> {
     let mut status = Status::default();
     while let Some((field, wire_type)) = r.key()? {
@@ -87,6 +105,18 @@ pub fn status(mut r: Reader<'_>) -> Result<Status, DecodeError> {
                 r.expect("reason", WireType::Len, wire_type)?;
                 status.reason = r.string("reason")?.to_owned();
             }
+            5 => {
+                r.expect("details", WireType::Len, wire_type)?;
+                let mut details = r.message()?;
+                while let Some((field, wire_type)) = details.key()? {
+                    if field == 4 {
+                        details.expect("causes", WireType::Len, wire_type)?;
+                        status.causes.push(status_cause(details.message()?)?);
+                    } else {
+                        details.skip(wire_type)?;
+                    }
+                }
+            }
             6 => {
                 r.expect("code", WireType::Varint, wire_type)?;
                 status.code = r.int32()?;
@@ -95,6 +125,25 @@ pub fn status(mut r: Reader<'_>) -> Result<Status, DecodeError> {
         }
     }
     Ok(status)
+}
+
+/// Decodes a `StatusCause` message.
+fn status_cause(mut r: Reader<'_>) -> Result<StatusCause, DecodeError> {
+    let mut cause = StatusCause::default();
+    while let Some((field, wire_type)) = r.key()? {
+        let (name, slot) = match field {
+            1 => ("reason", &mut cause.reason),
+            2 => ("message", &mut cause.message),
+            3 => ("field", &mut cause.field),
+            _ => {
+                r.skip(wire_type)?;
+                continue;
+            }
+        };
+        r.expect(name, WireType::Len, wire_type)?;
+        *slot = r.string(name)?.to_owned();
+    }
+    Ok(cause)
 }
 
 #[cfg(test)]
@@ -115,7 +164,34 @@ mod tests {
                 message: "gone!".into(),
                 reason: "Expired".into(),
                 code: 410,
+                causes: Vec::new(),
             }
+        );
+    }
+
+    #[test]
+    fn the_causes_of_a_namespace_terminating_refusal_decode() {
+        // What NamespaceLifecycle admission answers a create in a terminating namespace
+        // with: 403 Forbidden, details{name, kind, causes[{NamespaceTerminating, ...,
+        // metadata.namespace}]}.
+        let mut cause = b"\x0a\x14NamespaceTerminating\x12\x04gone".to_vec();
+        cause.extend(b"\x1a\x12metadata.namespace");
+        let mut details = b"\x0a\x03web\x1a\x0bdeployments\x22".to_vec();
+        details.push(cause.len() as u8);
+        details.extend(&cause);
+        let mut msg = b"\x12\x07Failure\x22\x09Forbidden\x2a".to_vec();
+        msg.push(details.len() as u8);
+        msg.extend(&details);
+        msg.extend(b"\x30\x93\x03");
+        let status = status(Reader::new(&msg)).expect("valid");
+        assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(
+            status.causes,
+            vec![StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: "gone".into(),
+                field: "metadata.namespace".into(),
+            }]
         );
     }
 

@@ -260,6 +260,34 @@ async fn an_impossible_spec_is_failed_without_retry_or_finalizer() {
     assert_eq!(w.phase(), Some(VirtualMachinePhase::Active));
 }
 
+/// Without the webhook, the controller refuses an oversized VM itself, and the status
+/// reason and the Warning Event name its limit (64 CPUs), not the integer type's
+/// (issue 33: "the maximum is 4294967295").
+#[tokio::test]
+async fn an_oversized_cpu_count_names_the_real_limit_where_users_read_it() {
+    for (cpu, refused) in [("99999999999", true), ("65", true), ("64", false)] {
+        let mut vm = new_vm();
+        vm.spec.resource.cpu = k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.into());
+        let w = World::new(vm);
+
+        let action = w.sync().await.unwrap();
+
+        if !refused {
+            assert_eq!(action, Action::RequeueAfter(PERIOD), "{cpu} CPUs");
+            assert_eq!(w.driver.calls(Operation::Create), 1, "{cpu} CPUs");
+            continue;
+        }
+        assert_eq!(action, Action::Done, "{cpu} CPUs: not retried");
+        assert_eq!(w.driver.calls(Operation::Create), 0);
+        let want = format!(
+            "invalid spec.resource: spec.resource.cpu: Invalid value: {cpu:?}: must be at most 64"
+        );
+        let status = status_body(&w.api.actions()[0]);
+        assert_eq!(status.reason.unwrap(), format!("InvalidSpec: {want}"));
+        assert_eq!(w.events.events(), [format!("Warning InvalidSpec {want}")]);
+    }
+}
+
 #[tokio::test]
 async fn gone_objects_bad_keys_and_conflicts() {
     let w = World::new(new_vm());
