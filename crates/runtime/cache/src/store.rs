@@ -110,8 +110,19 @@ struct State<K> {
 impl<K> State<K> {
     fn index_add(&mut self, key: &Arc<str>, obj: &K) {
         for (name, func) in &self.indexers {
-            let index = self.indices.entry(name.clone()).or_default();
-            for value in func(obj) {
+            let values = func(obj);
+            if values.is_empty() {
+                continue;
+            }
+            // Looked up before inserting: `entry(name.clone())` would copy the index's
+            // name once per object (50,000 times in a large relist).
+            if !self.indices.contains_key(name) {
+                self.indices.insert(name.clone(), HashMap::new());
+            }
+            let Some(index) = self.indices.get_mut(name) else {
+                continue; // inserted just above
+            };
+            for value in values {
                 index.entry(value).or_default().insert(key.clone());
             }
         }
@@ -278,17 +289,22 @@ impl<K: Send + Sync + 'static> Indexer<K> {
 
     /// Replaces the whole contents and rebuilds the indexes: client-go's `Replace`.
     pub fn replace(&self, items: Vec<(String, Arc<K>)>) {
+        self.replace_shared(items.into_iter().map(|(k, v)| (k.into(), v)).collect());
+    }
+
+    /// [`replace`](Self::replace) with keys the caller already holds as `Arc<str>`
+    /// (the informer passes its FIFO's): no key is copied, and the new map is sized
+    /// once. This is the cost an atomic relist pays in one step after its last page,
+    /// so it is kept to one hash insert per object and index.
+    pub fn replace_shared(&self, items: Vec<(Arc<str>, Arc<K>)>) {
         let mut st = self.state.write();
-        st.items = items.into_iter().map(|(k, v)| (k.into(), v)).collect();
         st.indices.clear();
-        let entries: Vec<(Arc<str>, Arc<K>)> = st
-            .items
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (key, obj) in entries {
-            st.index_add(&key, &obj);
+        for (key, obj) in &items {
+            st.index_add(key, obj);
         }
+        let mut map = KeyMap::with_capacity_and_hasher(items.len(), Default::default());
+        map.extend(items);
+        st.items = map;
     }
 
     /// Records that the contents have caught up with `resource_version`: client-go's

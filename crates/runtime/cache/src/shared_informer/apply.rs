@@ -98,7 +98,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     ///    the list lacks (tombstones carrying the store's last state) and the old state
     ///    of every listed key.
     /// 2. Swap the store's contents for the list in one step
-    ///    ([`Indexer::replace`](crate::Indexer::replace)): a reader sees the old
+    ///    ([`Indexer::replace_shared`](crate::Indexer::replace_shared)): a reader sees the old
     ///    contents or the new, never a mix. Then record the list's version.
     /// 3. Notify: every deletion first, then an add or update per listed object in
     ///    list order (the order a plain RealFIFO queues them), then the bookmark.
@@ -127,10 +127,10 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 .map(|(key, _)| self.indexer.get_by_key(key))
                 .collect();
         }
-        self.indexer.replace(
+        self.indexer.replace_shared(
             objects
                 .iter()
-                .map(|(key, obj)| (key.to_string(), obj.clone()))
+                .map(|(key, obj)| (key.clone(), obj.clone()))
                 .collect(),
         );
         if let Some(rv) = &resource_version {
