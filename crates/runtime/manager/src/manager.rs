@@ -9,7 +9,9 @@
 //! hands each to [`Manager::add`] (controller-runtime's `mgr.Add`: a [`Runnable`],
 //! its readiness served as `/readyz/<name>`). [`Manager::run`] then:
 //!
-//! 1. serves `/metrics` and `/healthz` + `/readyz`;
+//! 1. serves `/metrics` (by default over HTTPS, each request authenticated and
+//!    authorized by the API server: `--metrics-secure`) and `/healthz` + `/readyz`
+//!    (plain: the kubelet probes them);
 //! 2. starts the informers at once - also on a standby replica, so its cache is warm and
 //!    `/readyz` reports ready (readiness means "can take over", not "is leading");
 //! 3. without `--leader-elect`, starts every runnable and runs them until SIGTERM;
@@ -53,7 +55,7 @@ use webhook::{WebhookArgs, WebhookMetrics, WebhookServer};
 use crate::events::{Events, EventsApi};
 use crate::group::{Added, RunnableGroup};
 use crate::logging::LoggingError;
-use crate::options::{ClientArgs, ClientConfigError, RunArgs};
+use crate::options::{ClientArgs, ClientConfigError, RunArgs, log_metrics_mode};
 use crate::runnable::Runnable;
 use crate::throttle::ThrottleStats;
 
@@ -73,7 +75,8 @@ pub struct ManagerArgs {
     /// `--leader-elect*`.
     #[command(flatten)]
     pub leader_election: LeaderElectionArgs,
-    /// `--metrics-bind-address`, `--health-probe-bind-address`.
+    /// `--metrics-bind-address`, `--metrics-secure`, `--metrics-cert-*`,
+    /// `--health-probe-bind-address`, `--debug-pipeline`.
     #[command(flatten)]
     pub serving: ServingArgs,
     /// Which API to write Events with: events.k8s.io/v1 (EventSeries; what current
@@ -318,13 +321,18 @@ impl Manager {
         let servers = CancellationToken::new();
         let _stop_servers = servers.clone().drop_guard();
         let serving = &self.args.serving;
+        // Secure (the default): HTTPS, each request reviewed by the API server through
+        // this client (TokenReview, SubjectAccessReview). The certificate loads here,
+        // so a bad --metrics-cert-path fails the start.
+        let metrics_serving = serving.metrics_serving(&self.client)?;
+        log_metrics_mode(serving, &metrics_serving);
         for (endpoints, server) in [
             (
                 "metrics",
-                metrics::bind_metrics_with_pipeline(
-                    &serving.metrics_bind_address,
+                metrics::bind_metrics_serving(
+                    &serving.metrics_address(),
                     self.metrics.registry.clone(),
-                    serving.debug_pipeline,
+                    metrics_serving,
                 )
                 .await?,
             ),
@@ -338,7 +346,7 @@ impl Manager {
         .filter_map(|(endpoints, server)| Some((endpoints, server?)))
         {
             // The address as bound: with port 0 in the flag, the one the system chose.
-            info!(address = %server.local_addr(), endpoints, "serving");
+            info!(address = %server.local_addr(), endpoints, scheme = server.scheme(), "serving");
             tokio::spawn(server.serve(servers.clone()));
         }
         let webhooks = std::mem::replace(

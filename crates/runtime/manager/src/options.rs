@@ -236,6 +236,24 @@ impl RunArgs {
     }
 }
 
+/// Says how metrics are served: who can read them is worth a line at start-up.
+pub(crate) fn log_metrics_mode(serving: &metrics::ServingArgs, mode: &metrics::MetricsServing) {
+    if serving.metrics_address() == metrics::BindAddress::Disabled {
+        return;
+    }
+    match &mode.cert {
+        Some(cert) => tracing::info!(
+            certificate = %cert.describe(),
+            "metrics over HTTPS; each request authenticated (TokenReview) and authorized \
+             (SubjectAccessReview) by the API server"
+        ),
+        None => tracing::warn!(
+            "metrics over plain HTTP without authentication (--metrics-secure=false): \
+             anyone who reaches the port can read them"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

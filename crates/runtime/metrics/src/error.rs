@@ -39,6 +39,10 @@ pub enum Error {
         /// The name.
         name: String,
     },
+    /// The metrics server's certificate could not be loaded or generated
+    /// (`--metrics-cert-path`).
+    #[error("metrics server certificate: {0}")]
+    Certificate(#[from] serving::certs::CertError),
     /// Encoding the metrics as text failed.
     #[error("encoding metrics: {0}")]
     Encode(#[from] std::fmt::Error),

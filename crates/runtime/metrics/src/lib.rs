@@ -12,7 +12,8 @@
 //! | `metrics.Registry` | [`Registry`] |
 //! | `healthz.Ping`, `AddHealthzCheck`, `AddReadyzCheck` | [`Health`] |
 //! | metrics server (`:8080`), health probe server (`:8081`) | [`serve_metrics`], [`serve_health`] |
-//! | `--metrics-bind-address`, `--health-probe-bind-address` | [`ServingArgs`], [`BindAddress`] |
+//! | `metricsserver.Options{SecureServing, FilterProvider: filters.WithAuthenticationAndAuthorization, CertDir}` | [`MetricsServing`], [`bind_metrics_serving`] (the `serving` crate's certificate and filter) |
+//! | `--metrics-bind-address`, `--health-probe-bind-address`, kubebuilder's `--metrics-secure`, `--metrics-cert-path` | [`ServingArgs`], [`BindAddress`] |
 //!
 //! # How the pieces meet
 //!
@@ -33,7 +34,9 @@
 //! // e.g. health.add_readyz_check("informers", move || informer.has_synced())?;
 //!
 //! let cancel = CancellationToken::new();
-//! let metrics_server = metrics::bind_metrics(&serving.metrics_bind_address, metrics.registry.clone()).await?;
+//! // Plain HTTP here; a binary passes serving.metrics_serving(&client)? to
+//! // bind_metrics_serving for HTTPS with authentication and authorization.
+//! let metrics_server = metrics::bind_metrics(&serving.metrics_address(), metrics.registry.clone()).await?;
 //! let health_server = metrics::bind_health(&serving.health_probe_bind_address, health.clone()).await?;
 //! if let Some(server) = metrics_server {
 //!     tokio::spawn(server.serve(cancel.clone()));
@@ -87,7 +90,8 @@ pub use reconcile::ReconcileMetrics;
 pub use reflector_metrics::ReflectorMetrics;
 pub use registry::Registry;
 pub use server::{
-    Server, bind_health, bind_metrics, bind_metrics_with_pipeline, serve_health, serve_metrics,
+    MetricsServing, Server, bind_health, bind_metrics, bind_metrics_serving,
+    bind_metrics_with_pipeline, serve_health, serve_metrics,
 };
 pub use workqueue_metrics::WorkqueueMetrics;
 

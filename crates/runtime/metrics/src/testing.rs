@@ -1,5 +1,5 @@
 //! Helpers for tests: reading a text exposition back ("what does /metrics say about
-//! series X?") and a minimal HTTP GET to ask a running server.
+//! series X?") and a minimal HTTP(S) GET to ask a running server.
 //!
 //! The parser is deliberately small: it understands the sample lines of the
 //! OpenMetrics / Prometheus text format (`name{label="value",...} number`), skips `#`
@@ -15,8 +15,9 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A response read by [`http_get`].
@@ -33,11 +34,53 @@ pub struct HttpResponse {
 /// `GET path` from the server at `addr` over a fresh HTTP/1.1 connection
 /// (`Connection: close`), read to the end. Plain tokio, so a test needs no HTTP client.
 pub async fn http_get(addr: SocketAddr, path: &str) -> io::Result<HttpResponse> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    get_over(TcpStream::connect(addr).await?, addr, path, None).await
+}
+
+/// [`http_get`] over TLS (HTTP/1.1), with `Authorization: Bearer <token>` when a token
+/// is given: what Prometheus does with a ServiceMonitor's `bearerTokenFile` and
+/// `insecureSkipVerify: true`. The server's certificate is **not verified** (it is
+/// self-signed by default); the signatures of the handshake are.
+pub async fn https_get(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> io::Result<HttpResponse> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let stream = connector
+        .connect(name, TcpStream::connect(addr).await?)
+        .await?;
+    get_over(stream, addr, path, token).await
+}
+
+async fn get_over<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> io::Result<HttpResponse> {
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{authorization}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await?;
+    // A TLS peer that closes without close_notify ends the read with UnexpectedEof
+    // after the whole response: what was read is the answer.
+    match stream.read_to_end(&mut raw).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => return Err(e),
+    }
     let raw = String::from_utf8(raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {raw:?}"));
     let (head, body) = raw
@@ -54,6 +97,55 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> io::Result<HttpResponse> 
         headers: headers.to_string(),
         body: body.to_string(),
     })
+}
+
+/// Accepts any server certificate, checking only the handshake's signatures.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// One sample line.

@@ -7,6 +7,7 @@
 //! | not `POST` | `405` with `Allow: POST` |
 //! | `Content-Type` not `application/json` (parameters such as `charset` allowed) | `415` |
 //! | body over the limit ([`DEFAULT_MAX_REQUEST_BYTES`](crate::DEFAULT_MAX_REQUEST_BYTES), 7 MiB) | `413` |
+//! | body not arrived by the request deadline ([`ConnectionLimits::request_read_timeout`](serving::limits::ConnectionLimits::request_read_timeout), 30 s) | `408`, then the connection is closed |
 //! | empty, not JSON, not an `admission.k8s.io/v1` `AdmissionReview`, no `request` | `400` |
 //! | an admission request | `200` and the `AdmissionReview` response, allowed or not |
 //!
@@ -112,6 +113,10 @@ impl Routes {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 return rejected(path, StatusCode::PAYLOAD_TOO_LARGE, too_large());
+            }
+            // A slow (or stalled) client: the API server has given up on this call.
+            Err(e) if serving::limits::is_body_timeout(e.as_ref()) => {
+                return rejected(path, StatusCode::REQUEST_TIMEOUT, e.to_string());
             }
             Err(e) => {
                 let message = format!("unable to read the body from the incoming request: {e}");

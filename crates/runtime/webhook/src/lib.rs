@@ -19,6 +19,7 @@
 //! | `webhook.Server`, `Options{Port, CertDir, CertName, KeyName}` | [`WebhookServer`], [`WebhookArgs`] |
 //! | `certwatcher.CertWatcher` | [`CertWatcher`] |
 //! | `StartedChecker` | [`Readiness`] |
+//! | `httpserver.New`'s `ReadHeaderTimeout`, `IdleTimeout` | [`ConnectionLimits`] |
 //! | `controller_runtime_webhook_*` metrics | [`WebhookMetrics`] |
 //!
 //! # The path of a request
@@ -175,6 +176,11 @@
 //! * The certificate is re-read by polling every second (controller-runtime: inotify plus
 //!   a 10 s poll); HTTP/2 is not offered; client certificates are not verified.
 //! * One more metric, `webhook_admission_denied_total` (see [`metrics`](mod@metrics)).
+//! * A request must arrive whole within 30 s (then `408`), an idle keep-alive connection
+//!   is closed after 120 s and at most 256 connections are served at once
+//!   ([`ConnectionLimits`]); controller-runtime bounds only the headers (32 s) and idle
+//!   connections (90 s, as long as the API server's own idle timeout, so either side
+//!   may close first).
 
 #![forbid(unsafe_code)]
 
@@ -202,5 +208,7 @@ pub use path::{mutate_path, validate_path, webhook_path};
 pub use request::Request;
 pub use server::{
     BoundWebhookServer, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_PORT, HANDSHAKE_TIMEOUT, HEADER_READ_TIMEOUT, Readiness, SHUTDOWN_GRACE, WebhookServer,
+    DEFAULT_PORT, Readiness, SHUTDOWN_GRACE, WebhookServer,
 };
+/// The limits connections are served under ([`WebhookServer::with_limits`]).
+pub use serving::limits::ConnectionLimits;

@@ -15,6 +15,26 @@
 //!    On cancel it stops accepting, lets requests in flight finish (idle keep-alive
 //!    connections are closed) and returns, waiting at most [`SHUTDOWN_GRACE`].
 //!
+//! # Slow clients
+//!
+//! Every connection is served under [`ConnectionLimits`] ([`serving::limits`],
+//! shared with the metrics server;
+//! [`with_limits`](WebhookServer::with_limits) to change them):
+//!
+//! | limit | default | then |
+//! |---|---|---|
+//! | TLS handshake | 10 s | the connection is closed |
+//! | a request's headers, from its first byte | 10 s (the API server's default `timeoutSeconds`) | the connection is closed |
+//! | the whole request, headers and body | 30 s (the largest `timeoutSeconds`: the API server has given up by then) | `408`, and the connection is closed |
+//! | idle keep-alive | 120 s (the API server's transport closes its idle connections after 90 s, so it always closes first) | the connection is closed |
+//! | concurrent connections | 256 (above the 200 mutating requests an API server serves at once) | the next connection is accepted once one closes |
+//!
+//! So a client that sends headers and part of a [`DEFAULT_MAX_REQUEST_BYTES`] body
+//! holds its connection, and the buffer its bytes fill, for 30 s at most, and at most
+//! 256 such clients are served at once: the memory they can pin is bounded by what
+//! they send, and the server keeps answering the API server meanwhile (the test
+//! `tests/slow_clients.rs` shows all three).
+//!
 //! HTTP/1.1 only (ALPN `http/1.1`): the API server speaks it to webhooks as well as
 //! HTTP/2, and it avoids HTTP/2's rapid-reset class of attacks, for which kubebuilder
 //! scaffolds disable HTTP/2 on the webhook server too. No client certificates are
@@ -28,9 +48,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serving::limits::{self, ConnectionLimits, ConnectionSlots};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -59,10 +79,6 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 7 * 1024 * 1024;
 /// How long [`BoundWebhookServer::serve`] waits for requests in flight after
 /// cancellation: the API server's default webhook timeout.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-/// How long a client may take to complete the TLS handshake.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a connection may take to send a request's headers.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether the webhook server is serving: true from the moment it accepts connections
 /// (bound, with a certificate loaded) until it shuts down; true as well once
@@ -110,6 +126,7 @@ pub struct WebhookServer {
     key_name: String,
     max_request_bytes: usize,
     cert_poll_interval: Duration,
+    limits: ConnectionLimits,
     handlers: HashMap<String, Arc<dyn Handler>>,
     metrics: Option<WebhookMetrics>,
     ready: watch::Sender<bool>,
@@ -127,8 +144,8 @@ impl fmt::Debug for WebhookServer {
 
 impl WebhookServer {
     /// A server for `bind_address` (`"0"` disables it) with `tls.crt` and `tls.key` in
-    /// `cert_dir`, a 7 MiB body limit, the certificate re-read every second, no metrics
-    /// and no handlers yet.
+    /// `cert_dir`, a 7 MiB body limit, the certificate re-read every second, the
+    /// default [`ConnectionLimits`], no metrics and no handlers yet.
     pub fn new(bind_address: BindAddress, cert_dir: impl Into<PathBuf>) -> Self {
         Self {
             bind_address,
@@ -137,6 +154,7 @@ impl WebhookServer {
             key_name: DEFAULT_KEY_NAME.to_string(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             cert_poll_interval: DEFAULT_CERT_POLL_INTERVAL,
+            limits: ConnectionLimits::default(),
             handlers: HashMap::new(),
             metrics: None,
             ready: watch::Sender::new(false),
@@ -165,6 +183,18 @@ impl WebhookServer {
     pub fn with_cert_poll_interval(mut self, interval: Duration) -> Self {
         self.cert_poll_interval = interval;
         self
+    }
+
+    /// What a client may cost the server: deadlines, idle timeout, connection cap (see
+    /// the [module docs](self#slow-clients)).
+    pub fn with_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits connections are served under.
+    pub fn limits(&self) -> &ConnectionLimits {
+        &self.limits
     }
 
     /// Records requests in `metrics` (see [`WebhookMetrics`]).
@@ -267,6 +297,8 @@ impl WebhookServer {
             paths: self.paths(),
             certs,
             cert_poll_interval: self.cert_poll_interval,
+            slots: ConnectionSlots::new(self.limits.max_connections),
+            limits: Arc::new(self.limits),
             routes: Arc::new(Routes {
                 handlers: self.handlers,
                 max_request_bytes: self.max_request_bytes,
@@ -295,6 +327,8 @@ pub struct BoundWebhookServer {
     paths: Vec<String>,
     certs: Arc<CertWatcher>,
     cert_poll_interval: Duration,
+    limits: Arc<ConnectionLimits>,
+    slots: ConnectionSlots,
     routes: Arc<Routes>,
     ready: watch::Sender<bool>,
 }
@@ -337,24 +371,22 @@ impl BoundWebhookServer {
         tracing::info!(address = %self.local_addr, paths = ?self.paths, "serving webhooks");
         self.ready.send_replace(true);
         let connections = TaskTracker::new();
-        loop {
-            let accepted = tokio::select! {
-                _ = cancel.cancelled() => break,
-                accepted = self.listener.accept() => accepted,
-            };
-            match accepted {
-                Ok((stream, peer)) => {
-                    let (acceptor, routes) = (self.acceptor.clone(), self.routes.clone());
-                    connections.spawn(connection(stream, peer, acceptor, routes, cancel.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::select! {
-                        _ = cancel.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    }
-                }
-            }
+        // Waits for a free slot before accepting (serving::limits: the cap).
+        while let Some((stream, peer, slot)) =
+            limits::accept(&self.listener, &self.slots, &cancel).await
+        {
+            let connection = connection(
+                stream,
+                peer,
+                self.acceptor.clone(),
+                self.routes.clone(),
+                self.limits.clone(),
+                cancel.clone(),
+            );
+            connections.spawn(async move {
+                connection.await;
+                drop(slot);
+            });
         }
         self.ready.send_replace(false);
         drop(self.listener);
@@ -370,16 +402,17 @@ impl BoundWebhookServer {
     }
 }
 
-/// One client connection: TLS handshake, then HTTP/1.1 requests until the client closes
-/// or the server shuts down.
+/// One client connection: TLS handshake, then HTTP/1.1 requests until the client closes,
+/// a limit closes it, or the server shuts down.
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
     routes: Arc<Routes>,
+    limits: Arc<ConnectionLimits>,
     cancel: CancellationToken,
 ) {
-    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    let handshake = tokio::time::timeout(limits.handshake_timeout, acceptor.accept(stream));
     let tls = tokio::select! {
         _ = cancel.cancelled() => return,
         result = handshake => match result {
@@ -404,20 +437,7 @@ async fn connection(
         let routes = routes.clone();
         async move { Ok::<_, Infallible>(routes.serve(request).await) }
     });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let connection = builder.serve_connection(TokioIo::new(tls), service);
-    tokio::pin!(connection);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        _ = cancel.cancelled() => {
-            connection.as_mut().graceful_shutdown();
-            connection.await
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    if let Err(e) = limits::serve_connection(tls, service, &limits, &cancel).await {
+        tracing::debug!(%peer, error = %e, "connection closed");
     }
 }
