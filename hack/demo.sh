@@ -143,7 +143,7 @@ kubectl wait --for condition=established --timeout=60s crd --all
 
 say "Starting sample-controller (log: $state/sample-controller.log)"
 "$bin/sample-controller" --kubeconfig "$KUBECONFIG" --leader-elect \
-  --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
   >"$state/sample-controller.log" 2>&1 &
 pids+=($!)
 
@@ -173,7 +173,7 @@ say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)
 # made for 127.0.0.1 (signed by the cluster CA in $WEBHOOK_CA).
 "$bin/vm-controller" --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
   --usage-period 5s --leader-elect \
-  --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
   --webhook-bind-address 127.0.0.1:18443 --webhook-cert-dir "$WEBHOOK_CERT_DIR" \
   >"$state/vm-controller.log" 2>&1 &
 pids+=($!)
@@ -239,7 +239,7 @@ echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
 
 say "Starting myweb-operator (log: $state/myweb-operator.log)"
 "$bin/myweb-operator" --kubeconfig "$KUBECONFIG" --leader-elect \
-  --metrics-bind-address 127.0.0.1:18084 --health-probe-bind-address 127.0.0.1:18085 \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:18084 --health-probe-bind-address 127.0.0.1:18085 \
   >"$state/myweb-operator.log" 2>&1 &
 pids+=($!)
 

@@ -49,7 +49,7 @@ start_replica() {
   "$BIN" --kubeconfig "$KUBECONFIG" --namespace "$NAMESPACE" --workers 4 --kube-api-qps 0 \
     --shard-group sample-controller --shard-lease-namespace "$NAMESPACE" \
     --shard-lease-duration 6s --shard-renew-deadline 4s --shard-retry-period 1s \
-    --metrics-bind-address "127.0.0.1:$port" --health-probe-bind-address 0 --log-format json \
+    --metrics-secure=false --metrics-bind-address "127.0.0.1:$port" --health-probe-bind-address 0 --log-format json \
     >"$OUT/logs/$1.log" 2>&1 &
   PIDS+=("$!")
   PORTS+=("$port")

@@ -128,7 +128,7 @@ for qps in $QPS_LIST; do
       mport=$(free_port)
       cmd=("$BIN" --kubeconfig "$KUBECONFIG" --namespace "$NAMESPACE" --workers "$WORKERS" --resync-period 30s
         --kube-api-qps "$qps" --kube-api-burst "$BURST"
-        --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport")
+        --metrics-secure=false --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport")
       [ "$queue" = fifo ] && cmd+=(--fifo-queue)
       log="$OUT/logs/$queue-qps$qps-$round.log"
       line=$("$HARNESS" starve --namespace "$NAMESPACE" --count "$N" --new-foo "$NEW_FOO" --impl "$queue" \

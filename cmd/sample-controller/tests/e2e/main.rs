@@ -1,9 +1,11 @@
 //! The sample-controller binary in production mode, on the real control plane: several
 //! replicas as real processes with leader election, /metrics and /readyz scraped over
-//! HTTP, client-side throttling measured from outside.
+//! HTTP (`--metrics-secure=false`; secure_metrics.rs reads the secure default over HTTPS
+//! with ServiceAccount tokens), client-side throttling measured from outside.
 
 mod leader;
 mod pipeline;
+mod secure_metrics;
 mod serving;
 mod sharding;
 mod throttle;
@@ -68,11 +70,16 @@ impl Replica {
         // Port 0: the process binds ports the system chooses and logs them. (A port
         // found free here and handed over could be taken by another test's process
         // before the child binds it.)
+        // Plain HTTP metrics unless the test asks about --metrics-secure itself
+        // (secure_metrics.rs): the other tests read /metrics without a token.
+        let plain = (!extra.iter().any(|a| a.starts_with("--metrics-secure")))
+            .then_some("--metrics-secure=false");
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sample-controller"))
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!("--namespace={}", env.namespace()))
             .arg("--metrics-bind-address=127.0.0.1:0")
             .arg("--health-probe-bind-address=127.0.0.1:0")
+            .args(plain)
             .args(extra)
             .env("RUST_LOG", rust_log)
             .stdout(Stdio::null())

@@ -469,6 +469,8 @@ fn spawn(options: &FleetOptions, replica: &mut Replica) -> Result<(), ChaosError
     command
         .arg("--namespace")
         .arg(&options.namespace)
+        // Plain HTTP: the soak reads /metrics without a token (net.rs).
+        .arg("--metrics-secure=false")
         .arg("--metrics-bind-address")
         .arg(format!("127.0.0.1:{}", replica.metrics_port))
         .arg("--health-probe-bind-address")
