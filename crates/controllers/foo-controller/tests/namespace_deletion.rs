@@ -4,55 +4,25 @@
 //! (`controller::expected`): the sync ends `Ok`, the loop counts a success, not an
 //! error, and the key is not requeued. A plain 403 (RBAC) is still an error.
 //!
-//! Own test binary: it installs the process-wide reconcile observer.
+//! Own test binary: it installs the process-wide reconcile observer
+//! (`controller::testing::record_reconcile_results`).
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use cache::{Indexer, Lister};
 use controller::Controller;
-use controller::metrics::{ReconcileObserver, ReconcileResult, set_global_reconcile_observer};
-use controller::testing::{FakeApi, namespace_terminating};
+use controller::metrics::ReconcileResult;
+use controller::testing::{
+    FakeApi, namespace_terminating, reconcile_results, record_reconcile_results,
+};
 use foo_controller::FooSyncer;
 use k8s_openapi::api::apps::v1::Deployment;
 use record::FakeRecorder;
 use workqueue::RateLimitingQueue;
-
-/// Every sync's result, per controller name (each test uses its own name).
-#[derive(Default)]
-struct Results(Mutex<HashMap<String, Vec<ReconcileResult>>>);
-
-impl ReconcileObserver for Results {
-    fn observe(&self, controller: &str, result: ReconcileResult, _took: Duration) {
-        self.0
-            .lock()
-            .unwrap()
-            .entry(controller.to_string())
-            .or_default()
-            .push(result);
-    }
-}
-
-static RESULTS: LazyLock<Arc<Results>> = LazyLock::new(|| {
-    let results = Arc::new(Results::default());
-    set_global_reconcile_observer(results.clone());
-    results
-});
-
-fn results(controller: &str) -> Vec<ReconcileResult> {
-    RESULTS
-        .0
-        .lock()
-        .unwrap()
-        .get(controller)
-        .cloned()
-        .unwrap_or_default()
-}
 
 /// A Foo `default/test` in the cache, no Deployment: the sync creates one.
 fn syncer(api: &FakeApi, events: &FakeRecorder) -> FooSyncer {
@@ -77,13 +47,13 @@ async fn sync_once(
     api: &FakeApi,
     events: &FakeRecorder,
 ) -> (Vec<ReconcileResult>, u32) {
-    LazyLock::force(&RESULTS);
+    record_reconcile_results();
     let queue = RateLimitingQueue::with_default_rate_limiter(name);
     let controller = Controller::new(name, queue.clone(), syncer(api, events));
     let key = "default/test".to_string();
     queue.add(key.clone());
     assert!(controller.process_next_work_item().await);
-    (results(name), queue.num_requeues(&key))
+    (reconcile_results(name), queue.num_requeues(&key))
 }
 
 #[tokio::test]

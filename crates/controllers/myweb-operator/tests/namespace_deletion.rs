@@ -5,45 +5,25 @@
 //! requeued. A plain 403 (RBAC) is still an error. Run through the builder's adapter and
 //! the loop, as the binary runs it.
 //!
-//! Own test binary: it installs the process-wide reconcile observer.
+//! Own test binary: it installs the process-wide reconcile observer
+//! (`controller::testing::record_reconcile_results`).
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use apis::operator::v1::{MyWeb, MyWebSpec};
 use builder::ReconcilerAdapter;
 use cache::{Indexer, Lister};
 use controller::Controller;
-use controller::metrics::{ReconcileObserver, ReconcileResult, set_global_reconcile_observer};
-use controller::testing::{FakeApi, namespace_terminating};
+use controller::metrics::ReconcileResult;
+use controller::testing::{
+    FakeApi, namespace_terminating, reconcile_results, record_reconcile_results,
+};
 use myweb_operator::{Listers, MyWebReconciler};
 use record::FakeRecorder;
 use workqueue::RateLimitingQueue;
-
-/// Every sync's result, per controller name (each test uses its own name).
-#[derive(Default)]
-struct Results(Mutex<HashMap<String, Vec<ReconcileResult>>>);
-
-impl ReconcileObserver for Results {
-    fn observe(&self, controller: &str, result: ReconcileResult, _took: Duration) {
-        self.0
-            .lock()
-            .unwrap()
-            .entry(controller.to_string())
-            .or_default()
-            .push(result);
-    }
-}
-
-static RESULTS: LazyLock<Arc<Results>> = LazyLock::new(|| {
-    let results = Arc::new(Results::default());
-    set_global_reconcile_observer(results.clone());
-    results
-});
 
 /// A MyWeb `default/site` in the cache and none of its objects: the reconcile creates
 /// the ConfigMap first.
@@ -71,21 +51,14 @@ async fn sync_once(
     api: &FakeApi,
     events: &FakeRecorder,
 ) -> (Vec<ReconcileResult>, u32) {
-    LazyLock::force(&RESULTS);
+    record_reconcile_results();
     let queue = RateLimitingQueue::with_default_rate_limiter(name);
     let handler = ReconcilerAdapter::new(reconciler(api, events));
     let controller = Controller::new(name, queue.clone(), handler);
     let key = "default/site".to_string();
     queue.add(key.clone());
     assert!(controller.process_next_work_item().await);
-    let results = RESULTS
-        .0
-        .lock()
-        .unwrap()
-        .get(name)
-        .cloned()
-        .unwrap_or_default();
-    (results, queue.num_requeues(&key))
+    (reconcile_results(name), queue.num_requeues(&key))
 }
 
 #[tokio::test]

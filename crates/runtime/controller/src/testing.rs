@@ -51,6 +51,9 @@ use http_body_util::BodyExt;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+mod reconcile_results;
+pub use reconcile_results::{reconcile_results, record_reconcile_results};
+
 /// One request the code under test sent, decoded into client-go's action terms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiAction {
