@@ -31,43 +31,11 @@
 //! no `controller_runtime_reconcile_errors_total`, no rate-limited requeue. Any other
 //! 403 (missing RBAC) stays an error: that one needs a human.
 
-/// The `details.causes[].reason` the API server gives a create refused because the
-/// namespace is terminating (core/v1's `NamespaceTerminatingCause`).
-pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
-
-/// Whether the API server answered with a Status carrying a cause of type `cause`
-/// (apimachinery's `errors.HasStatusCause`). `false` for errors that are not an
-/// answer (a connection refused, a timeout).
-///
-/// ```
-/// use controller::expected::has_status_cause;
-/// use kube::core::Status;
-/// use kube::core::response::{StatusCause, StatusDetails};
-///
-/// let cause = StatusCause { reason: "FieldValueInvalid".into(), message: String::new(), field: "spec".into() };
-/// let details = StatusDetails {
-///     name: String::new(), group: String::new(), kind: String::new(), uid: String::new(),
-///     causes: vec![cause], retry_after_seconds: 0,
-/// };
-/// let err = kube::Error::Api(Status::failure("bad", "Invalid").with_code(422).with_details(details).boxed());
-/// assert!(has_status_cause(&err, "FieldValueInvalid"));
-/// assert!(!has_status_cause(&err, "NamespaceTerminating"));
-/// ```
-pub fn has_status_cause(err: &kube::Error, cause: &str) -> bool {
-    match err {
-        kube::Error::Api(status) => status
-            .details
-            .as_ref()
-            .is_some_and(|details| details.causes.iter().any(|c| c.reason == cause)),
-        _ => false,
-    }
-}
-
-/// Whether `err` is the API server refusing a create because the namespace is being
-/// deleted (see the [module docs](self)): an expected state, not a failure.
-pub fn is_namespace_terminating(err: &kube::Error) -> bool {
-    has_status_cause(err, NAMESPACE_TERMINATING_CAUSE)
-}
+// The cause classifier lives with the typed client that decodes the Status on both
+// wires (`gentype::response`), so the Event sink (`record`) uses the same one.
+pub use gentype::response::{
+    NAMESPACE_TERMINATING_CAUSE, has_status_cause, is_namespace_terminating,
+};
 
 /// Whether the API server answered 404 Not Found: the object (or its namespace) is
 /// gone (apimachinery's `errors.IsNotFound`).

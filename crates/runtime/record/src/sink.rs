@@ -55,7 +55,8 @@ impl SinkError {
     pub fn is_expected_rejection(&self) -> bool {
         match self {
             SinkError::Rejected { code, reason, .. } => {
-                *code == 409 && reason == "AlreadyExists" || reason == "NamespaceTerminating"
+                *code == 409 && reason == "AlreadyExists"
+                    || reason == gentype::response::NAMESPACE_TERMINATING_CAUSE
             }
             _ => false,
         }
@@ -65,7 +66,8 @@ impl SinkError {
 impl From<kube::Error> for SinkError {
     fn from(err: kube::Error) -> Self {
         match err {
-            kube::Error::Api(status) => {
+            kube::Error::Api(ref status) => {
+                let terminating = gentype::response::is_namespace_terminating(&err);
                 let code = status.code;
                 if code == 404 {
                     return SinkError::NotFound;
@@ -73,14 +75,10 @@ impl From<kube::Error> for SinkError {
                 if code == 429 || code >= 500 {
                     return SinkError::Transient(format!("{code} {}", status.message));
                 }
-                let terminating = status
-                    .details
-                    .as_ref()
-                    .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"));
                 SinkError::Rejected {
                     code,
                     reason: if terminating {
-                        "NamespaceTerminating".to_string()
+                        gentype::response::NAMESPACE_TERMINATING_CAUSE.to_string()
                     } else {
                         status.reason.clone()
                     },
