@@ -212,9 +212,10 @@ async fn scenario(env: &TestEnv, server_side: bool) -> anyhow::Result<()> {
     );
     anyhow::ensure!(
         findings.overlapping_syncs.is_empty() && findings.frozen_overlaps == 0,
-        "overlapping syncs: {:?} (frozen: {})",
+        "overlapping syncs: {:?} (frozen: {}: {:?})",
         findings.overlapping_syncs,
-        findings.frozen_overlaps
+        findings.frozen_overlaps,
+        findings.frozen_overlap_examples
     );
     anyhow::ensure!(findings.panics.is_empty(), "panics: {:?}", findings.panics);
     Ok(())

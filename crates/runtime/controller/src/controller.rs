@@ -57,6 +57,7 @@ use crate::gate::{Admission, SyncGate};
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics::{self, ReconcileResult};
 use crate::steps;
+use crate::sync_clock::SyncClock;
 use crate::sync_handler::{Action, SyncHandler};
 
 /// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
@@ -326,20 +327,22 @@ impl<H: SyncHandler> Controller<H> {
         };
         steps::sync_started(&self.name, &traced);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let started = tokio::time::Instant::now();
+        let mut clock = SyncClock::start();
         let sync = pipeline::in_sync(
             scope,
             AssertUnwindSafe(self.handler.sync(key))
                 .catch_unwind()
                 .instrument(span),
         );
+        // The clock notes when each poll begins, before the pass checks it (see
+        // crate::sync_clock).
         let outcome = match pass {
-            None => sync.await,
-            Some(pass) => match pass.run(sync).await {
+            None => clock.run(sync).await,
+            Some(pass) => match clock.run(pass.run(sync)).await {
                 Some(outcome) => outcome,
                 None => {
                     // Revoked: this replica must stop at once (see crate::gate).
-                    let elapsed = started.elapsed();
+                    let elapsed = clock.elapsed();
                     self.in_flight.fetch_sub(1, Ordering::Relaxed);
                     self.queue.forget(key);
                     steps::sync_ended(&self.name, &traced, "revoked", elapsed, None);
@@ -348,7 +351,7 @@ impl<H: SyncHandler> Controller<H> {
                 }
             },
         };
-        let elapsed = started.elapsed();
+        let elapsed = clock.elapsed();
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
         let result = match &outcome {
             Ok(Ok(Action::Done)) => ReconcileResult::Success,
@@ -370,7 +373,14 @@ impl<H: SyncHandler> Controller<H> {
             Ok(Ok(Action::Done)) => {
                 // Success: the next failure of this key starts from the base delay.
                 self.queue.forget(key);
-                debug!(controller = %self.name, key = %key, ?elapsed, "synced");
+                debug!(
+                    controller = %self.name,
+                    key = %key,
+                    ?elapsed,
+                    started_at = %clock.started_at(),
+                    last_poll_at = %clock.last_poll_at(),
+                    "synced"
+                );
             }
             Ok(Ok(Action::RequeueAfter(after))) => {
                 self.queue.forget(key);
@@ -381,7 +391,15 @@ impl<H: SyncHandler> Controller<H> {
                     ..AddOpts::default()
                 };
                 self.queue.add_with_opts(key, opts);
-                debug!(controller = %self.name, key = %key, ?elapsed, ?after, "synced; requeued");
+                debug!(
+                    controller = %self.name,
+                    key = %key,
+                    ?elapsed,
+                    started_at = %clock.started_at(),
+                    last_poll_at = %clock.last_poll_at(),
+                    ?after,
+                    "synced; requeued"
+                );
             }
             Ok(Err(err)) => {
                 // Put the key back with backoff; a transient error (a 409, the API

@@ -15,6 +15,14 @@
 //!   it wakes from a freeze past its deadline), the sync is dropped mid-flight,
 //!   before its next API call, exactly as a leader that lost its Lease drops its
 //!   controllers.
+//!
+//! The revocation is checked before every *poll* of the sync; nothing can check in
+//! the middle of one. A process frozen (or a thread descheduled) halfway through a
+//! poll finishes that poll when it runs again, and a request the poll starts goes
+//! out; the next poll is then revoked. Such a request carries the resourceVersion
+//! the sync read, so a successor's write in between turns it into a 409 Conflict.
+//! The loop logs when each sync's last poll began (`last_poll_at`, see
+//! `sync_clock`) so that the chaos soak can tell the two cases apart.
 
 use std::fmt;
 use std::future::Future;

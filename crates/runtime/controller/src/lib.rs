@@ -107,6 +107,7 @@ pub mod loop_options;
 pub mod metrics;
 pub mod owner;
 mod steps;
+mod sync_clock;
 pub mod sync_handler;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

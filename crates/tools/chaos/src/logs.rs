@@ -4,8 +4,16 @@
 //! Each incarnation of a replica logs to a file of its own, with
 //! `RUST_LOG=info,controller::controller=debug`, so every completed sync is a line
 //! `{"timestamp", "message": "synced" | "synced; requeued", "controller", "key",
-//! "elapsed"}`: the interval `[timestamp - elapsed, timestamp]` is when that
-//! incarnation ran the sync.
+//! "elapsed", "started_at", "last_poll_at"}`: the interval
+//! `[started_at, started_at + elapsed]` is when that incarnation ran the sync
+//! (`[timestamp - elapsed, timestamp]` for lines without `started_at`).
+//!
+//! A sync whose interval spans a SIGSTOP window of its replica is judged by when its
+//! last poll *began* (`last_poll_at`), not by when it ended: the fence is checked
+//! before every poll and cannot be inside one, so a freeze that lands mid-poll lets
+//! the rest of that poll run after the thaw without any new check (the loop's
+//! `sync_clock` module, docs/reliability.md finding 12). Such a sync is no overlap;
+//! one that began a poll after the thaw is.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +36,8 @@ pub struct LogFindings {
     /// SIGSTOPped (frozen mid-sync, then finished after a successor took over):
     /// unavoidable without fencing; every write is conditional on a resourceVersion.
     pub frozen_overlaps: u64,
+    /// The first 50 of those, described as `overlapping_syncs` are.
+    pub frozen_overlap_examples: Vec<String>,
     /// "leading: starting controllers" lines: how many times some replica took over.
     pub leadership_acquired: u64,
     /// Incarnations that logged losing the Lease.
@@ -41,6 +51,8 @@ pub struct LogFindings {
 struct Sync {
     start_us: i64,
     end_us: i64,
+    /// When its last poll began (`end_us` if the line does not say).
+    last_poll_us: i64,
     file: usize,
 }
 
@@ -62,6 +74,15 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
             ws.iter()
                 .any(|&(from, until)| s.start_us <= until && s.end_us >= from)
         })
+    };
+    // The end that counts: a frozen sync ran (could send requests) until its last
+    // poll began; whatever came after ran inside that one poll (module docs).
+    let effective_end = |s: &Sync| {
+        if was_frozen(s) {
+            s.last_poll_us.min(s.end_us)
+        } else {
+            s.end_us
+        }
     };
     let mut findings = LogFindings::default();
     let mut syncs: BTreeMap<(String, String), Vec<Sync>> = BTreeMap::new();
@@ -95,13 +116,22 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
                 "leadership lost; stopping controllers at once" => lost = true,
                 "error syncing; requeuing" => findings.sync_errors += 1,
                 "synced" | "synced; requeued" => {
-                    let (Some(end_us), Some(elapsed)) = (
+                    let (Some(logged_us), Some(elapsed)) = (
                         value["timestamp"].as_str().and_then(parse_timestamp_us),
                         value["elapsed"].as_str().and_then(parse_debug_duration),
                     ) else {
                         continue;
                     };
-                    let start_us = end_us - i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX);
+                    let elapsed_us = i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX);
+                    let (start_us, end_us) =
+                        match value["started_at"].as_str().and_then(parse_timestamp_us) {
+                            Some(start) => (start, start.saturating_add(elapsed_us)),
+                            None => (logged_us.saturating_sub(elapsed_us), logged_us),
+                        };
+                    let last_poll_us = value["last_poll_at"]
+                        .as_str()
+                        .and_then(parse_timestamp_us)
+                        .unwrap_or(end_us);
                     let key = (
                         value["controller"].as_str().unwrap_or_default().to_string(),
                         value["key"].as_str().unwrap_or_default().to_string(),
@@ -109,6 +139,7 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
                     syncs.entry(key).or_default().push(Sync {
                         start_us,
                         end_us,
+                        last_poll_us,
                         file: index,
                     });
                     findings.syncs += 1;
@@ -125,24 +156,29 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
         for sync in list {
             if let Some(prev) = &latest
                 && prev.file != sync.file
-                && sync.start_us < prev.end_us
-                && (was_frozen(prev) || was_frozen(&sync))
+                && sync.start_us < effective_end(prev)
             {
-                findings.frozen_overlaps += 1;
-            } else if let Some(prev) = &latest
-                && prev.file != sync.file
-                && sync.start_us < prev.end_us
-                && findings.overlapping_syncs.len() < 50
-            {
-                findings.overlapping_syncs.push(format!(
+                let described = format!(
                     "{controller} {key}: {} synced it until {:.3}s after {} started ({})",
                     name_of(files, prev.file),
-                    (prev.end_us - sync.start_us) as f64 / 1e6,
+                    (effective_end(prev) - sync.start_us) as f64 / 1e6,
                     name_of(files, sync.file),
                     sync.start_us
-                ));
+                );
+                let examples = if was_frozen(prev) || was_frozen(&sync) {
+                    findings.frozen_overlaps += 1;
+                    &mut findings.frozen_overlap_examples
+                } else {
+                    &mut findings.overlapping_syncs
+                };
+                if examples.len() < 50 {
+                    examples.push(described);
+                }
             }
-            if latest.as_ref().is_none_or(|l| sync.end_us > l.end_us) {
+            if latest
+                .as_ref()
+                .is_none_or(|l| effective_end(&sync) > effective_end(l))
+            {
                 latest = Some(sync);
             }
         }
@@ -296,6 +332,96 @@ mod tests {
             findings.overlapping_syncs
         );
         assert_eq!(findings.frozen_overlaps, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Finding 12: a replica frozen inside the last poll of a sync finishes that poll
+    /// after the thaw; the sync's `elapsed` spans the freeze, but no poll of it began
+    /// after the thaw, so a successor's sync meanwhile is no overlap. One whose last
+    /// poll began after the thaw (the fence let it run on) still is.
+    #[test]
+    fn a_sync_frozen_inside_its_last_poll_is_judged_by_when_that_poll_began() {
+        let dir = std::env::temp_dir().join(format!("chaos-logs-poll-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |ts: &str, key: &str, elapsed: &str, started: &str, last_poll: &str| {
+            format!(
+                r#"{{"timestamp":"{ts}","level":"DEBUG","message":"synced","controller":"foo","key":"{key}","elapsed":"{elapsed}","started_at":"{started}","last_poll_at":"{last_poll}"}}"#
+            )
+        };
+        let a = dir.join("a.log");
+        let b = dir.join("b.log");
+        // a: frozen from 6 s to 14 s. ns/x began at 5.9 s and its only poll began then
+        // (frozen inside it, logged at 14.001 s). ns/y began at 5.5 s, waited on a
+        // response across the freeze and was polled again at 14.002 s: the fence should
+        // have revoked it.
+        std::fs::write(
+            &a,
+            [
+                line(
+                    "2026-01-01T00:00:14.001Z",
+                    "ns/x",
+                    "8.101s",
+                    "2026-01-01T00:00:05.900Z",
+                    "2026-01-01T00:00:05.900Z",
+                ),
+                line(
+                    "2026-01-01T00:00:14.003Z",
+                    "ns/y",
+                    "8.503s",
+                    "2026-01-01T00:00:05.500Z",
+                    "2026-01-01T00:00:14.002Z",
+                ),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        // b took both keys over during the freeze.
+        std::fs::write(
+            &b,
+            [
+                line(
+                    "2026-01-01T00:00:12.001Z",
+                    "ns/x",
+                    "1ms",
+                    "2026-01-01T00:00:12Z",
+                    "2026-01-01T00:00:12Z",
+                ),
+                line(
+                    "2026-01-01T00:00:12.001Z",
+                    "ns/y",
+                    "1ms",
+                    "2026-01-01T00:00:12Z",
+                    "2026-01-01T00:00:12Z",
+                ),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        let t0 = parse_timestamp_us("2026-01-01T00:00:00Z").unwrap();
+        let frozen = crate::processes::Frozen {
+            log: a.clone(),
+            pid: 1,
+            from_us: t0 + 6_000_000,
+            until_us: Some(t0 + 14_000_000),
+        };
+        let findings = analyse(&[a.clone(), b.clone()], std::slice::from_ref(&frozen));
+        assert_eq!(findings.syncs, 4);
+        assert!(findings.overlapping_syncs.is_empty());
+        // ns/y only.
+        assert_eq!(findings.frozen_overlaps, 1);
+        assert!(
+            findings.frozen_overlap_examples[0].contains("ns/y"),
+            "{:?}",
+            findings.frozen_overlap_examples
+        );
+        // Without the freeze on record both are plain overlaps by their whole intervals.
+        let findings = analyse(&[a, b], &[]);
+        assert_eq!(
+            findings.overlapping_syncs.len(),
+            2,
+            "{:?}",
+            findings.overlapping_syncs
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

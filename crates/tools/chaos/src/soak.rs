@@ -354,10 +354,10 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
             .map(|o| format!("key synced by two replicas at once: {o}")),
     );
     if args.sharded && logs.frozen_overlaps > 0 {
-        // Fenced: a frozen member's sync is revoked before its next request.
+        // Fenced: a frozen member's sync is revoked before its next poll.
         violations.push(format!(
-            "{} syncs of a frozen member overlapped another member's",
-            logs.frozen_overlaps
+            "{} syncs of a frozen member overlapped another member's: {:?}",
+            logs.frozen_overlaps, logs.frozen_overlap_examples
         ));
     }
     let _ = std::fs::write(
