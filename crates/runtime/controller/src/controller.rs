@@ -41,6 +41,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -337,8 +338,8 @@ impl<H: SyncHandler> Controller<H> {
         // The clock notes when each poll begins, before the pass checks it (see
         // crate::sync_clock).
         let outcome = match pass {
-            None => clock.run(sync).await,
-            Some(pass) => match clock.run(pass.run(sync)).await {
+            None => clock.run(pin!(sync)).await,
+            Some(pass) => match clock.run(pin!(pass.run(sync))).await {
                 Some(outcome) => outcome,
                 None => {
                     // Revoked: this replica must stop at once (see crate::gate).
