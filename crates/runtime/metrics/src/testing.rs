@@ -46,6 +46,15 @@ pub async fn https_get(
     path: &str,
     token: Option<&str>,
 ) -> io::Result<HttpResponse> {
+    get_over(tls_connect(addr).await?, addr, path, token).await
+}
+
+/// A TLS connection to the server at `addr`, its certificate **not verified** (the
+/// handshake's signatures are), as [`https_get`] makes it. The server's certificate
+/// chain is `stream.get_ref().1.peer_certificates()`.
+pub async fn tls_connect(
+    addr: SocketAddr,
+) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -55,10 +64,9 @@ pub async fn https_get(
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-    let stream = connector
+    connector
         .connect(name, TcpStream::connect(addr).await?)
-        .await?;
-    get_over(stream, addr, path, token).await
+        .await
 }
 
 async fn get_over<S: AsyncRead + AsyncWrite + Unpin>(

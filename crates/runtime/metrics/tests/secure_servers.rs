@@ -7,21 +7,17 @@
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashSet;
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Parser;
-use http_body_util::BodyExt;
-use metrics::testing::{http_get, https_get, sample_value};
+use metrics::testing::{http_get, https_get, sample_value, tls_connect};
 use metrics::{BindAddress, Health, Metrics, MetricsServing, ServingArgs, bind_health};
-use rustls::pki_types::{CertificateDer, ServerName};
-use serde_json::{Value, json};
+use rustls::pki_types::CertificateDer;
 use serving::auth::AuthFilter;
 use serving::certs::ServingCert;
 use serving::limits::ConnectionLimits;
+use serving::testing::FakeAuthApi;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
@@ -31,74 +27,18 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const READER: &str = "system:serviceaccount:monitoring:prometheus";
 const STRANGER: &str = "system:serviceaccount:default:stranger";
 
-/// The fake API server: "reader-token" is READER, "stranger-token" STRANGER; the
-/// grants are (user, path) pairs for verb get.
-#[derive(Clone, Default)]
-struct FakeApi {
-    grants: Arc<Mutex<HashSet<(String, String)>>>,
-    reviews: Arc<Mutex<usize>>,
+/// The fake API server: "reader-token" is READER, "stranger-token" STRANGER; nothing
+/// granted yet.
+fn fake_api() -> FakeAuthApi {
+    FakeAuthApi::default()
+        .token("reader-token", READER)
+        .token("stranger-token", STRANGER)
 }
 
-impl FakeApi {
-    fn grant(&self, user: &str, path: &str) {
-        self.grants
-            .lock()
-            .unwrap()
-            .insert((user.to_string(), path.to_string()));
-    }
-
-    fn client(&self) -> kube::Client {
-        let api = self.clone();
-        let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-            let api = api.clone();
-            async move { Ok::<_, Infallible>(api.answer(req).await) }
-        });
-        kube::Client::new(service, "default")
-    }
-
-    async fn answer(
-        &self,
-        req: http::Request<kube::client::Body>,
-    ) -> http::Response<kube::client::Body> {
-        *self.reviews.lock().unwrap() += 1;
-        let kind = req
-            .uri()
-            .path()
-            .rsplit('/')
-            .next()
-            .unwrap_or("")
-            .to_string();
-        let mut review: Value =
-            serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap();
-        review["status"] = match kind.as_str() {
-            "tokenreviews" => match review["spec"]["token"].as_str() {
-                Some("reader-token") => {
-                    json!({"authenticated": true, "user": {"username": READER}})
-                }
-                Some("stranger-token") => {
-                    json!({"authenticated": true, "user": {"username": STRANGER}})
-                }
-                _ => json!({"authenticated": false}),
-            },
-            _ => {
-                let spec = &review["spec"];
-                let key = (
-                    spec["user"].as_str().unwrap_or("").to_string(),
-                    spec["nonResourceAttributes"]["path"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string(),
-                );
-                let verb = &spec["nonResourceAttributes"]["verb"];
-                let allowed = verb == "get" && self.grants.lock().unwrap().contains(&key);
-                json!({"allowed": allowed})
-            }
-        };
-        let mut response =
-            http::Response::new(kube::client::Body::from(review.to_string().into_bytes()));
-        *response.status_mut() = http::StatusCode::CREATED;
-        response
-    }
+/// Reviews the fake was asked for, of both kinds.
+fn reviews(api: &FakeAuthApi) -> usize {
+    let (tokens, access) = api.counts();
+    tokens + access
 }
 
 fn loopback() -> BindAddress {
@@ -131,8 +71,8 @@ async fn status(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, Stri
 
 #[tokio::test]
 async fn every_path_needs_a_token_and_a_grant_and_health_stays_plain() {
-    let api = FakeApi::default();
-    api.grant(READER, "/metrics");
+    let api = fake_api();
+    api.grant(READER, "/metrics", "get");
     let metrics = Metrics::new();
     metrics.leader_election.on("demo");
     let cancel = CancellationToken::new();
@@ -170,14 +110,14 @@ async fn every_path_needs_a_token_and_a_grant_and_health_stays_plain() {
     );
     // Each /debug/pipeline path is its own non-resource URL: a grant of /metrics is not
     // enough (the stranger's), and a grant of the page does not cover its JSON.
-    api.grant(STRANGER, "/metrics");
+    api.grant(STRANGER, "/metrics", "get");
     assert_eq!(
         status(addr, "/debug/pipeline", Some("stranger-token"))
             .await
             .0,
         403
     );
-    api.grant(READER, "/debug/pipeline");
+    api.grant(READER, "/debug/pipeline", "get");
     let (code, page) = status(addr, "/debug/pipeline", Some("reader-token")).await;
     assert_eq!(code, 200, "{page}");
     assert!(page.contains("<html"), "{page}");
@@ -188,7 +128,7 @@ async fn every_path_needs_a_token_and_a_grant_and_health_stays_plain() {
         403
     );
     // A denial is cached (30 s): granting now changes nothing yet.
-    api.grant(READER, "/debug/pipeline/state");
+    api.grant(READER, "/debug/pipeline/state", "get");
     assert_eq!(
         status(addr, "/debug/pipeline/state", Some("reader-token"))
             .await
@@ -200,7 +140,7 @@ async fn every_path_needs_a_token_and_a_grant_and_health_stays_plain() {
     assert!(http_get(addr, "/metrics").await.is_err());
 
     // The health server is plain and asks nobody.
-    let reviews = *api.reviews.lock().unwrap();
+    let before = reviews(&api);
     let health = bind_health(&loopback(), Health::new())
         .await
         .unwrap()
@@ -209,7 +149,7 @@ async fn every_path_needs_a_token_and_a_grant_and_health_stays_plain() {
     assert_eq!(health.scheme(), "http");
     tokio::spawn(health.serve(cancel.clone()));
     assert_eq!(http_get(health_addr, "/healthz").await.unwrap().status, 200);
-    assert_eq!(*api.reviews.lock().unwrap(), reviews);
+    assert_eq!(reviews(&api), before);
     cancel.cancel();
 }
 
@@ -220,7 +160,7 @@ async fn the_flags_choose_the_mode_and_a_certificate_directory() {
         #[command(flatten)]
         serving: ServingArgs,
     }
-    let client = FakeApi::default().client();
+    let client = fake_api().client();
     let parse = |args: &[&str]| {
         let mut argv = vec!["x"];
         argv.extend_from_slice(args);
@@ -300,61 +240,7 @@ async fn a_client_that_never_completes_the_handshake_is_dropped() {
 
 /// The leaf certificate the server at `addr` presents.
 async fn presented_certificate(addr: SocketAddr) -> CertificateDer<'static> {
-    #[derive(Debug)]
-    struct Any(Arc<rustls::crypto::CryptoProvider>);
-    impl rustls::client::danger::ServerCertVerifier for Any {
-        fn verify_server_cert(
-            &self,
-            _: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: rustls::pki_types::UnixTime,
-        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-            Ok(rustls::client::danger::ServerCertVerified::assertion())
-        }
-        fn verify_tls12_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls12_signature(
-                m,
-                c,
-                d,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-        fn verify_tls13_signature(
-            &self,
-            m: &[u8],
-            c: &CertificateDer<'_>,
-            d: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            rustls::crypto::verify_tls13_signature(
-                m,
-                c,
-                d,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.0.signature_verification_algorithms.supported_schemes()
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Any(provider)))
-        .with_no_client_auth();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(ServerName::IpAddress(addr.ip().into()), stream)
-        .await
-        .unwrap();
+    let tls = tls_connect(addr).await.unwrap();
     tls.get_ref().1.peer_certificates().unwrap()[0]
         .clone()
         .into_owned()

@@ -10,7 +10,9 @@
 //!   and body, an idle keep-alive timeout, a cap on concurrent connections;
 //! * [`auth`]: every request authenticated by a TokenReview and authorized by a
 //!   SubjectAccessReview against the API server, with a short cache of decisions
-//!   (controller-runtime's `filters.WithAuthenticationAndAuthorization`).
+//!   (controller-runtime's `filters.WithAuthenticationAndAuthorization`);
+//! * `testing` (feature `testing`): a fake API server answering the filter's reviews,
+//!   for the tests of this crate and of the servers that use the filter.
 //!
 //! | controller-runtime / k8s.io/apiserver | here |
 //! |---|---|
@@ -36,3 +38,5 @@
 pub mod auth;
 pub mod certs;
 pub mod limits;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

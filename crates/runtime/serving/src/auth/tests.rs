@@ -1,168 +1,17 @@
-//! The filter against a fake API server: a tower service behind `kube::Client` that
-//! answers TokenReviews from a table of tokens and SubjectAccessReviews from a table of
-//! (user, path, verb) grants, counting what it is asked. The e2e test
-//! (cmd/sample-controller/tests/e2e/secure_metrics.rs) runs the real thing.
+//! The filter against a fake API server (`crate::testing::FakeAuthApi`: TokenReviews
+//! from a table of tokens, SubjectAccessReviews from a table of grants, counting what
+//! it is asked). The e2e test (cmd/sample-controller/tests/e2e/secure_metrics.rs) runs
+//! the real thing.
 
-use std::collections::{HashMap, HashSet};
-use std::convert::Infallible;
-
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
-use parking_lot::Mutex;
-use serde_json::{Value, json};
+use http::{HeaderMap, HeaderValue, Method};
+use serde_json::json;
 
 use super::*;
+use crate::testing::FakeAuthApi;
 
-#[derive(Default)]
-struct State {
-    /// token -> username (anything else is invalid).
-    tokens: HashMap<String, String>,
-    /// (username, path, verb) allowed.
-    grants: HashSet<(String, String, String)>,
-    /// Answer every request with this HTTP status instead.
-    fail_with: Option<u16>,
-    /// Never answer (the review times out).
-    hang: bool,
-    /// Every request body, in order.
-    requests: Vec<(String, Value)>,
-}
-
-#[derive(Clone, Default)]
-struct FakeApi {
-    state: Arc<Mutex<State>>,
-}
-
-impl FakeApi {
-    fn token(self, token: &str, user: &str) -> Self {
-        self.state
-            .lock()
-            .tokens
-            .insert(token.to_string(), user.to_string());
-        self
-    }
-
-    fn grant(self, user: &str, path: &str, verb: &str) -> Self {
-        self.state
-            .lock()
-            .grants
-            .insert((user.to_string(), path.to_string(), verb.to_string()));
-        self
-    }
-
-    fn client(&self) -> kube::Client {
-        let state = self.state.clone();
-        let service = tower::service_fn(move |req: Request<kube::client::Body>| {
-            let state = state.clone();
-            async move { Ok::<_, Infallible>(answer(&state, req).await) }
-        });
-        kube::Client::new(service, "default")
-    }
-
-    fn filter(&self) -> AuthFilter {
-        AuthFilter::new(self.client())
-    }
-
-    /// How many reviews of each kind were asked for.
-    fn counts(&self) -> (usize, usize) {
-        let state = self.state.lock();
-        let count = |kind: &str| state.requests.iter().filter(|(k, _)| k == kind).count();
-        (count("tokenreviews"), count("subjectaccessreviews"))
-    }
-
-    fn last(&self, kind: &str) -> Value {
-        let state = self.state.lock();
-        state
-            .requests
-            .iter()
-            .rev()
-            .find(|(k, _)| k == kind)
-            .map(|(_, body)| body.clone())
-            .expect("a request of that kind")
-    }
-}
-
-async fn answer(
-    state: &Mutex<State>,
-    req: Request<kube::client::Body>,
-) -> Response<kube::client::Body> {
-    let (parts, body) = req.into_parts();
-    let body: Value = body
-        .collect()
-        .await
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b.to_bytes()).ok())
-        .unwrap_or(Value::Null);
-    let kind = parts
-        .uri
-        .path()
-        .rsplit('/')
-        .next()
-        .unwrap_or("")
-        .to_string();
-    let (hang, fail_with) = {
-        let mut state = state.lock();
-        state.requests.push((kind.clone(), body.clone()));
-        (state.hang, state.fail_with)
-    };
-    if hang {
-        std::future::pending::<()>().await;
-    }
-    if let Some(code) = fail_with {
-        return json_response(
-            code,
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                   "message": "scripted failure", "reason": "Forbidden", "code": code}),
-        );
-    }
-    let state = state.lock();
-    match (parts.method.as_str(), kind.as_str()) {
-        ("POST", "tokenreviews") => {
-            let token = body["spec"]["token"].as_str().unwrap_or("");
-            let status = match state.tokens.get(token) {
-                Some(user) => json!({"authenticated": true, "user": {
-                    "username": user, "uid": format!("uid-{user}"),
-                    "groups": ["system:serviceaccounts", "system:authenticated"],
-                    "extra": {"authentication.kubernetes.io/pod-name": ["p"]}}}),
-                None => json!({"authenticated": false, "error": "token not found"}),
-            };
-            let mut review = body.clone();
-            review["status"] = status;
-            json_response(201, review)
-        }
-        ("POST", "subjectaccessreviews") => {
-            let spec = &body["spec"];
-            let key = (
-                spec["user"].as_str().unwrap_or("").to_string(),
-                spec["nonResourceAttributes"]["path"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                spec["nonResourceAttributes"]["verb"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-            );
-            let allowed = state.grants.contains(&key);
-            let mut review = body.clone();
-            review["status"] = if allowed {
-                json!({"allowed": true, "reason": "RBAC: allowed"})
-            } else {
-                json!({"allowed": false, "reason": "no RBAC policy matched"})
-            };
-            json_response(201, review)
-        }
-        _ => json_response(404, json!({"kind": "Status", "code": 404})),
-    }
-}
-
-fn json_response(code: u16, body: Value) -> Response<kube::client::Body> {
-    let mut response = Response::new(kube::client::Body::from(body.to_string().into_bytes()));
-    *response.status_mut() = StatusCode::from_u16(code).expect("a valid status");
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+/// The filter in front of `api`.
+fn filter_of(api: &FakeAuthApi) -> AuthFilter {
+    AuthFilter::new(api.client())
 }
 
 fn bearer(token: &str) -> HeaderMap {
@@ -177,8 +26,8 @@ fn bearer(token: &str) -> HeaderMap {
 const READER: &str = "system:serviceaccount:monitoring:prometheus";
 const STRANGER: &str = "system:serviceaccount:default:stranger";
 
-fn api() -> FakeApi {
-    FakeApi::default()
+fn api() -> FakeAuthApi {
+    FakeAuthApi::default()
         .token("reader-token", READER)
         .token("stranger-token", STRANGER)
         .grant(READER, "/metrics", "get")
@@ -187,7 +36,7 @@ fn api() -> FakeApi {
 #[tokio::test]
 async fn no_token_is_401_without_asking_the_api_server() {
     let api = api();
-    let filter = api.filter();
+    let filter = filter_of(&api);
     for headers in [
         HeaderMap::new(),
         {
@@ -213,8 +62,7 @@ async fn no_token_is_401_without_asking_the_api_server() {
 #[tokio::test]
 async fn an_unknown_token_is_401_with_the_reviews_reason() {
     let api = api();
-    let err = api
-        .filter()
+    let err = filter_of(&api)
         .check(&Method::GET, "/metrics", &bearer("made-up"))
         .await
         .unwrap_err();
@@ -234,8 +82,7 @@ async fn an_unknown_token_is_401_with_the_reviews_reason() {
 #[tokio::test]
 async fn a_granted_user_passes_and_the_review_carries_the_users_identity() {
     let api = api();
-    let user = api
-        .filter()
+    let user = filter_of(&api)
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
         .unwrap();
@@ -267,7 +114,7 @@ async fn a_granted_user_passes_and_the_review_carries_the_users_identity() {
 #[tokio::test]
 async fn a_user_without_the_grant_is_403_naming_the_user() {
     let api = api();
-    let filter = api.filter();
+    let filter = filter_of(&api);
     let err = filter
         .check(&Method::GET, "/metrics", &bearer("stranger-token"))
         .await
@@ -295,7 +142,7 @@ async fn a_user_without_the_grant_is_403_naming_the_user() {
 #[tokio::test(start_paused = true)]
 async fn answers_are_cached_for_controller_runtimes_ttls() {
     let api = api();
-    let filter = api.filter();
+    let filter = filter_of(&api);
     let get = |token: &'static str| {
         let filter = filter.clone();
         async move { filter.check(&Method::GET, "/metrics", &bearer(token)).await }
@@ -335,7 +182,7 @@ async fn answers_are_cached_for_controller_runtimes_ttls() {
 #[tokio::test]
 async fn the_cache_keeps_a_hash_of_the_token_never_the_token() {
     let api = api();
-    let filter = api.filter();
+    let filter = filter_of(&api);
     filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
@@ -350,14 +197,14 @@ async fn the_cache_keeps_a_hash_of_the_token_never_the_token() {
         "salted"
     );
     // Another process (another salt) keys the same token differently.
-    assert_ne!(key, token_key(&api.filter().inner.salt, "reader-token"));
+    assert_ne!(key, token_key(&filter_of(&api).inner.salt, "reader-token"));
 }
 
 #[tokio::test]
 async fn an_api_server_error_is_500_and_not_cached() {
     let api = api();
-    let filter = api.filter();
-    api.state.lock().fail_with = Some(403);
+    let filter = filter_of(&api);
+    api.fail_with(Some(403));
     let err = filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
@@ -377,7 +224,7 @@ async fn an_api_server_error_is_500_and_not_cached() {
         (500, "Authentication failed\n")
     );
     // Once the API server answers again, so does the filter: nothing was cached.
-    api.state.lock().fail_with = None;
+    api.fail_with(None);
     filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
@@ -387,14 +234,14 @@ async fn an_api_server_error_is_500_and_not_cached() {
 #[tokio::test]
 async fn a_failing_subject_access_review_is_500_naming_the_user() {
     let api = api();
-    let filter = api.filter();
+    let filter = filter_of(&api);
     // The token's answer cached (the request itself is denied: another path).
     let denied = filter
         .check(&Method::GET, "/debug/pipeline", &bearer("reader-token"))
         .await
         .unwrap_err();
     assert_eq!(denied.status(), 403);
-    api.state.lock().fail_with = Some(500);
+    api.fail_with(Some(500));
     let err = filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
@@ -413,7 +260,7 @@ async fn a_failing_subject_access_review_is_500_naming_the_user() {
         (err.status(), err.body()),
         (500, format!("Authorization for user {READER} failed\n"))
     );
-    api.state.lock().fail_with = None;
+    api.fail_with(None);
     filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
         .await
@@ -423,8 +270,8 @@ async fn a_failing_subject_access_review_is_500_naming_the_user() {
 #[tokio::test(start_paused = true)]
 async fn a_review_that_never_answers_times_out_after_10_s() {
     let api = api();
-    api.state.lock().hang = true;
-    let filter = api.filter();
+    api.hang();
+    let filter = filter_of(&api);
     let started = tokio::time::Instant::now();
     let err = filter
         .check(&Method::GET, "/metrics", &bearer("reader-token"))
