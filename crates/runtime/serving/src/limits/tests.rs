@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
-use hyper::service::service_fn;
+use hyper::service::{Service, service_fn};
 use hyper::{Request, Response, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::task::JoinHandle;
@@ -38,13 +38,26 @@ async fn echo(request: Request<RequestBody>) -> Result<Response<Full<Bytes>>, In
     Ok(response)
 }
 
-/// A connection served by `echo`; the client's end of the pipe and the server task.
-fn connect(cancel: &CancellationToken) -> (DuplexStream, JoinHandle<Result<(), ConnectionError>>) {
+/// The client's end of a pipe and the task serving the other end.
+type Connected = (DuplexStream, JoinHandle<Result<(), ConnectionError>>);
+
+/// A connection served by `echo`.
+fn connect(cancel: &CancellationToken) -> Connected {
+    connect_to(service_fn(echo), cancel)
+}
+
+/// A connection served by `service`.
+fn connect_to<S, F>(service: S, cancel: &CancellationToken) -> Connected
+where
+    S: Service<Request<RequestBody>, Response = Response<Full<Bytes>>, Future = F>,
+    S: Send + 'static,
+    F: Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send,
+{
     let (client, server) = tokio::io::duplex(64 * 1024);
     let cancel = cancel.clone();
-    let task = tokio::spawn(async move {
-        serve_connection(server, service_fn(echo), &limits(), &cancel).await
-    });
+    let task =
+        tokio::spawn(async move { serve_connection(server, service, &limits(), &cancel).await });
     (client, task)
 }
 
@@ -187,15 +200,11 @@ async fn the_header_deadline_of_a_later_request_counts_from_its_first_byte() {
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_that_ignores_the_body_frees_the_connection_at_once() {
-    let (client, server) = tokio::io::duplex(64 * 1024);
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(async move {
-        let ignore = service_fn(|_request: Request<RequestBody>| async {
-            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"metrics"))))
-        });
-        serve_connection(server, ignore, &limits(), &cancel).await
+    let ignore = service_fn(|_request: Request<RequestBody>| async {
+        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"metrics"))))
     });
-    let mut client = client;
+    let (mut client, task) = connect_to(ignore, &cancel);
     let start = Instant::now();
     client
         .write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n0123456789")
@@ -214,17 +223,13 @@ async fn a_handler_that_ignores_the_body_frees_the_connection_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_that_holds_the_body_unread_is_cut_after_the_deadline_and_grace() {
-    let (client, server) = tokio::io::duplex(64 * 1024);
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(async move {
-        let hold = service_fn(|request: Request<RequestBody>| async move {
-            let _body = request.into_body();
-            std::future::pending::<()>().await;
-            Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
-        });
-        serve_connection(server, hold, &limits(), &cancel).await
+    let hold = service_fn(|request: Request<RequestBody>| async move {
+        let _body = request.into_body();
+        std::future::pending::<()>().await;
+        Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
     });
-    let mut client = client;
+    let (mut client, task) = connect_to(hold, &cancel);
     let start = Instant::now();
     client
         .write_all(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n01234")
@@ -240,17 +245,12 @@ async fn a_handler_that_holds_the_body_unread_is_cut_after_the_deadline_and_grac
 
 #[tokio::test(start_paused = true)]
 async fn cancel_lets_the_request_in_flight_finish_then_closes() {
-    let (client, server) = tokio::io::duplex(64 * 1024);
     let cancel = CancellationToken::new();
-    let server_cancel = cancel.clone();
-    let task = tokio::spawn(async move {
-        let slow = service_fn(|_request: Request<RequestBody>| async {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"done"))))
-        });
-        serve_connection(server, slow, &limits(), &server_cancel).await
+    let slow = service_fn(|_request: Request<RequestBody>| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"done"))))
     });
-    let mut client = client;
+    let (mut client, task) = connect_to(slow, &cancel);
     let start = Instant::now();
     client
         .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
