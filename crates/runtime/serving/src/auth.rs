@@ -342,22 +342,9 @@ impl AuthFilter {
             },
             ..TokenReview::default()
         };
-        let timeout = self.inner.config.review_timeout;
-        let answer = tokio::time::timeout(
-            timeout,
-            self.inner.tokens.create(&PostParams::default(), &review),
-        )
-        .await
-        .map_err(|_| AuthError::Timeout {
-            review: Review::TokenReview,
-            user: String::new(),
-            timeout,
-        })?
-        .map_err(|source| AuthError::Api {
-            review: Review::TokenReview,
-            user: String::new(),
-            source,
-        })?;
+        let answer = self
+            .create(&self.inner.tokens, &review, Review::TokenReview, "")
+            .await?;
         let status = answer.status.unwrap_or_default();
         Ok(match (status.authenticated, status.user) {
             (Some(true), Some(user)) => Ok(User::from_info(user)),
@@ -415,28 +402,47 @@ impl AuthFilter {
             spec,
             ..SubjectAccessReview::default()
         };
-        let timeout = self.inner.config.review_timeout;
-        let answer = tokio::time::timeout(
-            timeout,
-            self.inner.reviews.create(&PostParams::default(), &review),
-        )
-        .await
-        .map_err(|_| AuthError::Timeout {
-            review: Review::SubjectAccessReview,
-            user: user.to_string(),
-            timeout,
-        })?
-        .map_err(|source| AuthError::Api {
-            review: Review::SubjectAccessReview,
-            user: user.to_string(),
-            source,
-        })?;
+        let answer = self
+            .create(
+                &self.inner.reviews,
+                &review,
+                Review::SubjectAccessReview,
+                user,
+            )
+            .await?;
         let status = answer.status.unwrap_or_default();
         Ok(if status.allowed && !status.denied.unwrap_or(false) {
             Ok(())
         } else {
             Err(status.reason.unwrap_or_default())
         })
+    }
+
+    /// Creates `review` (the API server answers in the returned object's status),
+    /// within the review timeout; `user` names who is being reviewed in the error.
+    async fn create<K>(
+        &self,
+        api: &Api<K>,
+        review: &K,
+        which: Review,
+        user: &str,
+    ) -> Result<K, AuthError>
+    where
+        K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+    {
+        let timeout = self.inner.config.review_timeout;
+        tokio::time::timeout(timeout, api.create(&PostParams::default(), review))
+            .await
+            .map_err(|_| AuthError::Timeout {
+                review: which,
+                user: user.to_string(),
+                timeout,
+            })?
+            .map_err(|source| AuthError::Api {
+                review: which,
+                user: user.to_string(),
+                source,
+            })
     }
 }
 
