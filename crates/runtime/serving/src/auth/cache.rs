@@ -8,6 +8,11 @@
 //! LRU for a cache that holds a handful of scrapers' answers, and needs no list).
 //!
 //! Time is tokio's, so tests with paused time step over the TTLs exactly.
+//!
+//! Written here rather than taken from a crate: nothing in the dependency tree has
+//! per-entry TTLs with a bound (`lru` has no TTLs; `moka` has both but brings its own
+//! runtime and a long build for a map that holds a few entries), and tests need the
+//! clock to be tokio's.
 
 use std::collections::HashMap;
 use std::hash::Hash;
