@@ -111,7 +111,7 @@ bg_start fuzz bash -c 'bg_nice 15; exec nice -n 15 env -u CARGO_TARGET_DIR bash 
 # (7 s). Niced, collected at the end like the fuzz targets.
 loom_target=${LOOM_TARGET_DIR:-$cache_root/loom-target}
 bg_start loom env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" bash -c '
-  bg_nice 19; exec nice -n 19 cargo test -p workqueue --lib --locked loom_models'
+  bg_nice 19; exec nice -n 19 cargo test -p kcr-workqueue --lib --locked loom_models'
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
@@ -135,7 +135,9 @@ bg_start lints env CARGO_TARGET_DIR="$lint_target" bash -c '
   echo "==> cargo doc --workspace --no-deps --examples (RUSTDOCFLAGS=-D warnings)"
   RUSTDOCFLAGS="-D warnings" nice -n 19 cargo doc --workspace --no-deps --examples --locked
   echo "==> hack/verify-protowire.sh (the generated protobuf decoders and encoders are not stale)"
-  nice -n 19 bash hack/verify-protowire.sh'
+  nice -n 19 bash hack/verify-protowire.sh
+  echo "==> hack/verify-package.sh (the kcr-* runtime crates package for crates.io)"
+  nice -n 19 bash hack/verify-package.sh'
 
 # The one build: every test target and every binary with the workspace's feature set
 # (dev-dependencies on, as `cargo test --workspace` resolves them). The tests, the
@@ -190,9 +192,9 @@ bg_start reruns bash -c '
   CACHE_TEST_QUEUE=delta KUBE_API_CONTENT_TYPE=application/json \
     bash hack/with-control-plane.sh bash -c "set -e
     source hack/lib/test-binaries.sh
-    run_test_binaries cache informer informer_sync informer_watch_list informer_freshness \
+    run_test_binaries kcr-cache informer informer_sync informer_watch_list informer_freshness \
       e2e_informer e2e_pager
-    CACHE_TEST_QUEUE=real run_test_binaries cache informer informer_sync informer_watch_list \
+    CACHE_TEST_QUEUE=real run_test_binaries kcr-cache informer informer_sync informer_watch_list \
       informer_freshness e2e_informer e2e_pager
     run_test_binaries foo-controller e2e"
   echo "==> the e2e suites of the cache, the Foo controller and testenv (api) on the oldest release"
@@ -201,9 +203,9 @@ bg_start reruns bash -c '
   export K8S_VERSION=oldest
   bash hack/with-control-plane.sh bash -c "set -e
     source hack/lib/test-binaries.sh
-    run_test_binaries cache e2e_informer e2e_pager
+    run_test_binaries kcr-cache e2e_informer e2e_pager
     run_test_binaries foo-controller e2e
-    run_test_binaries testenv e2e -- api::"' _ "$PHASE_DIR/control-plane.done"
+    run_test_binaries kcr-testenv e2e -- api::"' _ "$PHASE_DIR/control-plane.done"
 
 bg_wait e2e-real-node
 

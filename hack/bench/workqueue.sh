@@ -39,7 +39,7 @@ say() { printf '\n=== %s\n' "$*"; }
 
 # Build first so compilation does not overlap the measurements.
 say "building"
-cargo bench -p workqueue --bench workqueue --no-run 2>&1 | tail -n 2
+cargo bench -p kcr-workqueue --bench workqueue --no-run 2>&1 | tail -n 2
 (cd hack/bench/workqueue-go && go test -c -o "$OUT/workqueue-go.test" .)
 
 # Rust then Go, ROUNDS times: on a shared machine the load drifts, and alternating
@@ -55,7 +55,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for group in single_worker dedup_heavy two_producers_two_workers add_after_100k_pending; do
     rm -rf "${TARGET_DIR:?}/criterion/$group"
   done
-  cargo bench -p workqueue --bench workqueue 2>&1 | tee "$dir/rust.log" | grep -E '^[a-z_]+/|thrpt:' || true
+  cargo bench -p kcr-workqueue --bench workqueue 2>&1 | tee "$dir/rust.log" | grep -E '^[a-z_]+/|thrpt:' || true
   mkdir -p "$dir/criterion"
   for group in single_worker dedup_heavy two_producers_two_workers add_after_100k_pending; do
     cp -r "$TARGET_DIR/criterion/$group" "$dir/criterion/"

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Run test binaries that `cargo build --workspace --tests` already built, without cargo.
 #
-# Why: `cargo test -p cache` resolves the features of `cache` alone, which differ from the
+# Why: `cargo test -p kcr-cache` resolves the features of `cache` alone, which differ from the
 # workspace's (tokio's, hyper's, ...), so it rebuilds most of the dependency graph. A
 # rerun of a suite (on the DeltaFIFO, on the oldest release) needs no new build: it is
 # the same binary with other environment variables. cargo-nextest archives do the same.

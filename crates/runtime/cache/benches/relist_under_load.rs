@@ -17,7 +17,7 @@
 //! mode: the apply time and the producer's `add` latencies (median, p99, max) over all
 //! rounds.
 //!
-//! Run with `cargo bench -p cache --bench relist_under_load` (`RELIST_OBJECTS`, `ROUNDS`
+//! Run with `cargo bench -p kcr-cache --bench relist_under_load` (`RELIST_OBJECTS`, `ROUNDS`
 //! to change the defaults, 50,000 and 5).
 
 use std::sync::Arc;

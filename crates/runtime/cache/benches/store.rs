@@ -11,7 +11,7 @@
 //! reader can see the index and the items disagree), which the `RwLock` design never
 //! allows.
 //!
-//! Run with `cargo bench -p cache --bench store`.
+//! Run with `cargo bench -p kcr-cache --bench store`.
 
 use std::collections::HashSet;
 use std::hint::black_box;

@@ -27,7 +27,7 @@
 //!
 //! ```sh
 //! eval "$(bash hack/control-plane.sh up | grep '^export')"
-//! cargo run -p cache --example tutorial_02_reflector
+//! cargo run -p kcr-cache --example tutorial_02_reflector
 //! ```
 
 use std::collections::BTreeMap;

@@ -16,7 +16,7 @@
 //!
 //! ```sh
 //! eval "$(bash hack/control-plane.sh up | grep '^export')"
-//! cargo run -p cache --example tutorial_03_informer
+//! cargo run -p kcr-cache --example tutorial_03_informer
 //! ```
 
 use std::collections::{BTreeMap, HashMap};

@@ -16,7 +16,7 @@
 //!
 //! ```sh
 //! eval "$(bash hack/control-plane.sh up | grep '^export')"
-//! cargo run -p leaderelection --example tutorial_06_leader_election
+//! cargo run -p kcr-leaderelection --example tutorial_06_leader_election
 //! ```
 
 use std::future::Future;

@@ -8,7 +8,7 @@
 //! that wrote a field under the wrong number, in a form Go does not read, or not at all
 //! fails here: the server rejects the body or stores something else.
 //!
-//!   bash hack/with-control-plane.sh cargo test -p protowire --test e2e_encode
+//!   bash hack/with-control-plane.sh cargo test -p kcr-protowire --test e2e_encode
 
 use std::collections::BTreeMap;
 

@@ -15,8 +15,8 @@
 //! retry, which is what an inflated backoff costs.
 //!
 //! ```sh
-//! cargo run --release -p workqueue --example backoff_inflation
-//! cargo run --release -p workqueue --example backoff_inflation -- 600 1000   # run (s), event period (ms)
+//! cargo run --release -p kcr-workqueue --example backoff_inflation
+//! cargo run --release -p kcr-workqueue --example backoff_inflation -- 600 1000   # run (s), event period (ms)
 //! ```
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! on a shared machine).
 //!
 //! ```sh
-//! cargo build --profile bench -p workqueue --example cycle_cost
+//! cargo build --profile bench -p kcr-workqueue --example cycle_cost
 //! valgrind --tool=callgrind target/release/examples/cycle_cost single 100000
 //! ```
 //!

@@ -12,7 +12,7 @@
 //! pkg/controller/priorityqueue.
 //!
 //! ```sh
-//! cargo run -p workqueue --example tutorial_01_workqueue
+//! cargo run -p kcr-workqueue --example tutorial_01_workqueue
 //! ```
 
 use std::sync::Arc;

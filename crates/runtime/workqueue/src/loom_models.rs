@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!   cargo test -p workqueue --lib loom_models -- --nocapture
+//!   cargo test -p kcr-workqueue --lib loom_models -- --nocapture
 //! ```
 //!
 //! What they check, beyond their assertions: loom fails a model when a cell is
