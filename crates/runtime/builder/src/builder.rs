@@ -33,7 +33,9 @@ use std::sync::Arc;
 
 use cache::shard::ShardBy;
 use cache::{InformerOptions, Lister, SharedIndexInformer, SharedInformerFactory};
-use controller::{Controller, Freshness, InformerSynced, LoopOptions, registration_synced};
+use controller::{
+    Controller, ControllerOptions, Freshness, InformerSynced, LoopOptions, registration_synced,
+};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -158,6 +160,9 @@ impl<K> fmt::Debug for Builder<K> {
             .field("workers", &self.workers)
             .field("filters", &self.filters.len())
             .field("watches", &self.watches.len())
+            .field("loop_options", &self.loop_options)
+            .field("freshness", &self.freshness)
+            .field("shard", &self.shard)
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +221,34 @@ impl Builder<NoFor> {
 }
 
 impl<K> Builder<K> {
+    /// Takes a process's settings for its controllers in one call: `options`'
+    /// namespace, workers, loop options, the staleness guard those make
+    /// ([`LoopOptions::freshness`]) and shard (controller-runtime's `WithOptions`).
+    /// A `manager::Manager` hands them over this way in `controller_managed_by`, so
+    /// no binary repeats them line by line; each may still be changed afterwards.
+    pub fn with_options(self, options: ControllerOptions<sharding::Shard>) -> Self {
+        let freshness = options.loop_options.freshness();
+        self.namespace(options.namespace.as_deref())
+            .workers(options.workers)
+            .loop_options(options.loop_options)
+            .freshness(freshness)
+            .shard(options.shard.as_ref())
+    }
+
+    /// The staleness guard the loop will hold ([`freshness`](Self::freshness), or
+    /// [`with_options`](Self::with_options)), a clone for the reconciler: it must
+    /// report its writes ([`Freshness::wrote`]) to the very guard the loop checks,
+    /// and a builder from `controller_managed_by` made that guard itself.
+    pub fn freshness_guard(&self) -> Option<Freshness> {
+        self.freshness.clone()
+    }
+
+    /// The client the informers list and watch through, for the reconciler to
+    /// write through as well (controller-runtime's `mgr.GetClient()`).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The queue order and backoff of the controller's loop (default: priority queue,
     /// coalescing backoff; see [`LoopOptions`]). Its staleness guard is
     /// [`freshness`](Self::freshness), since the reconciler needs a clone of it.

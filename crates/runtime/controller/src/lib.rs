@@ -32,6 +32,9 @@
 //!   (controller-runtime's `WithLowPriorityWhenUnchanged`).
 //! - [`loop_options`]: the staleness guard, the priority queue and the coalescing
 //!   backoff, on by default, each with a switch back to client-go's behaviour.
+//! - [`controller_options`]: what a process hands each of its controllers as one
+//!   value ([`ControllerOptions`]: namespace, workers, loop options, shard), so no
+//!   binary passes them one by one.
 //! - [`owner`]: controller owner references (`GetControllerOf`, `IsControlledBy`,
 //!   `NewControllerRef`).
 //! - [`error`]: the loop's [`Error`], and [`ApiError`], the failed API call a sync
@@ -97,6 +100,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller;
+pub mod controller_options;
 pub mod error;
 pub mod event_priority;
 pub mod expected;
@@ -113,6 +117,7 @@ pub mod sync_handler;
 pub mod testing;
 
 pub use controller::{Controller, DEFAULT_DRAIN_TIMEOUT};
+pub use controller_options::ControllerOptions;
 pub use error::{ApiError, Error, Result};
 pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
 pub use gate::{Admission, Pass, SyncGate};
