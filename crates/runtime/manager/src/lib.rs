@@ -20,7 +20,9 @@
 //!
 //! - [`manager`]: [`Manager`] and [`ManagerArgs`], every flag a binary shares;
 //!   [`Manager::add`] and [`Manager::run`]: servers, informers, leader election, drain,
-//!   Event flush.
+//!   Event flush. [`Manager::controller_managed_by`] (controller-runtime's
+//!   `ctrl.NewControllerManagedBy(mgr)`) and [`Manager::controller_options`] hand each
+//!   controller the namespace, workers, loop options and shard in one go.
 //! - [`runnable`]: what a manager runs, [`Runnable`] (controller-runtime's
 //!   `manager.Runnable`, `NeedLeaderElection` and a readiness check in one trait), for
 //!   a builder's controllers as they are and hand-wired ones through
@@ -59,17 +61,18 @@
 //! #     async fn sync(&self, _: &str) -> Result<controller::Action, String> { Ok(controller::Action::Done) }
 //! # }
 //! # fn new_controller(mgr: &Manager) -> controller::Controller<Noop> {
-//! #     let queue = mgr.args().run.loop_options().new_queue("my-controller");
+//! #     let queue = mgr.controller_options().loop_options.new_queue("my-controller");
 //! #     controller::Controller::new("my-controller", queue, Noop)
 //! # }
 //! fn main() -> Result<(), manager::ManagerError> {
 //!     let cli = Cli::parse();
-//!     let workers = cli.manager.run.workers.into();
 //!     manager::main("my-controller", cli.manager, async |mgr: &mut Manager| {
 //!         // Informers from mgr.factory(), writes through mgr.client(), Events
-//!         // through mgr.recorder(): see crates/controllers/foo-controller.
+//!         // through mgr.recorder(), namespace, loop options and shard from
+//!         // mgr.controller_options(): see crates/controllers/foo-controller.
 //!         let controller = new_controller(mgr);
 //!         // Runs while this replica leads; /readyz/my-controller once it has synced.
+//!         let workers = mgr.controller_options().workers;
 //!         mgr.add(ControllerRunnable::new(controller, workers))?;
 //!         Ok(())
 //!     })
@@ -85,6 +88,7 @@ pub mod events;
 mod group;
 pub mod heap;
 pub mod logging;
+mod managed;
 pub mod manager;
 pub mod options;
 pub mod runnable;

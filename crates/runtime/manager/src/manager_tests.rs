@@ -1,5 +1,6 @@
-//! [`Manager`](super::Manager)'s unit tests: its flags, the Events API it picks, and how
-//! [`run`](super::Manager::run) starts and stops what was added.
+//! [`Manager`](super::Manager)'s unit tests: its flags, the Events API it picks, how
+//! [`run`](super::Manager::run) starts and stops what was added, and what it hands its
+//! controllers ([`controller_managed_by`](super::Manager::controller_managed_by)).
 
 use super::*;
 use clap::{CommandFactory, Parser};
@@ -413,4 +414,87 @@ async fn a_lost_lease_drops_the_controllers_mid_work_and_ends_the_run() {
         entries.contains(&"heartbeat stopped".to_string()),
         "{entries:?}"
     );
+}
+
+// --- What the manager hands its controllers -------------------------------------------
+
+/// Reconciles nothing: the tests below look at the wiring only.
+struct Noop;
+
+impl builder::Reconciler for Noop {
+    type Error = std::convert::Infallible;
+    async fn reconcile(&self, _: &builder::Request) -> Result<controller::Action, Self::Error> {
+        Ok(controller::Action::Done)
+    }
+}
+
+#[tokio::test]
+async fn controller_managed_by_carries_namespace_workers_loop_options_and_shard() {
+    let manager = test_manager(&[
+        "--namespace=web",
+        "--workers=4",
+        "--freshness-timeout=3s",
+        "--fifo-queue",
+        "--client-go-backoff",
+        "--shard-group=webs",
+    ]);
+    let loop_options = controller::LoopOptions {
+        freshness_timeout: Duration::from_secs(3),
+        ..controller::LoopOptions::client_go()
+    };
+    // As one value, for hand-wired controllers.
+    let options = manager.controller_options();
+    assert_eq!(options.namespace.as_deref(), Some("web"));
+    assert_eq!(options.workers, 4);
+    assert_eq!(options.loop_options, loop_options);
+    let group = options.shard.map(|shard| shard.config().group.clone());
+    assert_eq!(group.as_deref(), Some("webs"));
+
+    // Set on the builder, and the staleness guard made from them, for the reconciler.
+    let builder = manager.controller_managed_by("webs");
+    let described = format!("{builder:?}");
+    assert!(
+        described.contains(&format!("{loop_options:?}")),
+        "{described}"
+    );
+    let guard = builder.freshness_guard().map(|guard| guard.timeout());
+    assert_eq!(guard, Some(Duration::from_secs(3)));
+    let built = builder.for_::<ConfigMap>().complete(Noop);
+    assert_eq!(built.workers(), 4);
+    // Sharded, in the namespace: the For informer caches this replica's slice of "web".
+    let informers: Vec<String> = manager
+        .factory()
+        .sharded_informers()
+        .into_iter()
+        .map(|informer| informer.name)
+        .collect();
+    assert!(
+        matches!(&informers[..], [name] if name.starts_with("ConfigMap") && name.contains("web")),
+        "{informers:?}"
+    );
+    let controller = format!("{:?}", built.controller());
+    assert!(controller.contains("gated: true"), "{controller}");
+    // client-go's backoff: a key rate-limited twice at once counts two failures.
+    let key = "web/a".to_string();
+    built.queue().add_rate_limited(key.clone());
+    built.queue().add_rate_limited(key.clone());
+    assert_eq!(built.queue().num_requeues(&key), 2);
+}
+
+#[tokio::test]
+async fn controller_managed_by_without_flags_gets_the_defaults() {
+    let manager = test_manager(&[]);
+    let options = manager.controller_options();
+    assert_eq!(options.namespace, None);
+    assert_eq!(options.workers, 2); // --workers' default
+    assert_eq!(options.loop_options, controller::LoopOptions::default());
+    assert!(options.shard.is_none());
+    let builder = manager.controller_managed_by("webs");
+    let guard = builder.freshness_guard().map(|guard| guard.timeout());
+    assert_eq!(guard, Some(controller::DEFAULT_FRESHNESS_TIMEOUT));
+    let built = builder.for_::<ConfigMap>().complete(Noop);
+    assert_eq!(built.workers(), 2);
+    assert!(manager.factory().sharded_informers().is_empty());
+    let controller = format!("{:?}", built.controller());
+    assert!(controller.contains("gated: false"), "{controller}");
 }
