@@ -12,7 +12,7 @@
 
 use clap::Parser;
 use manager::{Manager, ManagerArgs};
-use myweb_operator::{CONTROLLER_NAME, MyWebControllerOptions};
+use myweb_operator::CONTROLLER_NAME;
 
 /// The MyWeb operator: serves each MyWeb's page (operator.k8s-summit.org/v1) with a
 /// ConfigMap, an nginx Deployment and a NodePort Service.
@@ -34,19 +34,11 @@ fn main() -> anyhow::Result<()> {
             let all_webs = mgr.factory().informer_for::<apis::operator::v1::MyWeb>();
             myweb_operator::webhook::register(mgr.webhook_server(), all_webs)?;
         }
-        let options = MyWebControllerOptions {
-            namespace: args.run.namespace.clone(),
-            workers: args.run.workers.into(),
-            loop_options: args.run.loop_options(),
-            shard: mgr.shard().cloned(),
-        };
+        // ctrl.NewControllerManagedBy(mgr): --namespace, --workers, the loop's flags
+        // and the shard come with the builder; the operator adds its watches.
+        let webs =
+            myweb_operator::setup(mgr.controller_managed_by(CONTROLLER_NAME), mgr.recorder());
         // A builder's controller is a manager::Runnable as it is.
-        let webs = myweb_operator::new_controller(
-            mgr.client().clone(),
-            mgr.factory(),
-            mgr.recorder(),
-            options,
-        );
         mgr.add(webs)?;
         Ok(())
     })

@@ -24,20 +24,19 @@ struct Cli {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let run = &cli.manager.run;
     manager::main(
         CONTROLLER_NAME,
         cli.manager.clone(),
         async |mgr: &mut Manager| {
             // Served only with --webhook-bind-address (deploy/ sets it).
             foo_controller::webhook::register(mgr.webhook_server())?;
+            // --namespace, the loop's flags and, with --shard-group, the shard.
+            let options = mgr.controller_options();
+            let workers = options.workers;
             let options = FooControllerOptions {
-                namespace: run.namespace.clone(),
-                loop_options: run.loop_options(),
                 // Only this controller reads the process's Deployment informer.
                 trim_deployment_cache: true,
-                // With --shard-group: one of N active replicas.
-                shard: mgr.shard().cloned(),
+                ..options.into()
             };
             let foos = foo_controller::new_controller(
                 mgr.client().clone(),
@@ -45,7 +44,7 @@ fn main() -> anyhow::Result<()> {
                 mgr.recorder(),
                 options,
             );
-            mgr.add(ControllerRunnable::new(foos, run.workers.into()))?;
+            mgr.add(ControllerRunnable::new(foos, workers))?;
             Ok(())
         },
     )

@@ -76,7 +76,6 @@ fn parse_usage_period(value: &str) -> Result<Duration, String> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let run = &cli.manager.run;
     manager::main(
         CONTROLLER_NAME,
         cli.manager.clone(),
@@ -84,11 +83,12 @@ fn main() -> anyhow::Result<()> {
             let driver = driver(cli.vm_driver, &cli.state_dir).await?;
             // Served only with --webhook-bind-address (deploy/ sets it).
             vm_controller::webhook::register(mgr.webhook_server())?;
+            // --namespace, the loop's flags and, with --shard-group, the shard.
+            let options = mgr.controller_options();
+            let workers = options.workers;
             let options = VirtualMachineControllerOptions {
                 usage_period: cli.usage_period,
-                namespace: run.namespace.clone(),
-                loop_options: run.loop_options(),
-                shard: mgr.shard().cloned(),
+                ..options.into()
             };
             let vms = vm_controller::new_controller(
                 mgr.client().clone(),
@@ -97,8 +97,8 @@ fn main() -> anyhow::Result<()> {
                 driver,
                 options,
             );
-            info!(workers = run.workers, driver = ?cli.vm_driver, usage_period = ?cli.usage_period, "starting the VirtualMachine controller");
-            mgr.add(ControllerRunnable::new(vms, run.workers.into()))?;
+            info!(workers, driver = ?cli.vm_driver, usage_period = ?cli.usage_period, "starting the VirtualMachine controller");
+            mgr.add(ControllerRunnable::new(vms, workers))?;
             Ok(())
         },
     )

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use apis::samplecontroller::v1alpha1::Foo;
 use cache::shard::ShardBy;
 use cache::{InformerOptions, SharedInformerFactory};
-use controller::{Controller, LoopOptions, registration_synced};
+use controller::{Controller, ControllerOptions, LoopOptions, registration_synced};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use record::EventRecorder;
@@ -53,6 +53,23 @@ pub struct FooControllerOptions {
     /// the Foos whose UID hashes into them, the Deployment informer the Deployments
     /// of those Foos, and the loop syncs only their keys.
     pub shard: Option<sharding::Shard>,
+}
+
+/// The process's settings ([`ControllerOptions`], a manager's
+/// `mgr.controller_options()`) in one line; the Deployment cache stays whole (set
+/// [`trim_deployment_cache`](FooControllerOptions::trim_deployment_cache) after, as
+/// `FooControllerOptions { trim_deployment_cache: true, ..options.into() }`).
+/// `workers` is not here: it is how the controller is run
+/// ([`Controller::run`]`(workers, cancel)`, `manager::ControllerRunnable::new`).
+impl From<ControllerOptions<sharding::Shard>> for FooControllerOptions {
+    fn from(options: ControllerOptions<sharding::Shard>) -> Self {
+        Self {
+            namespace: options.namespace,
+            loop_options: options.loop_options,
+            trim_deployment_cache: false,
+            shard: options.shard,
+        }
+    }
 }
 
 /// Builds the Foo controller on `factory`'s Foo and Deployment informers (shared with

@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use apis::operator::v1::{MyWeb, MyWebSpec};
 use builder::Builder;
 use cache::SharedInformerFactory;
-use controller::{LoopOptions, is_controlled_by};
+use controller::{ControllerOptions, LoopOptions, is_controlled_by};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -144,18 +144,24 @@ pub async fn run(client: Client, namespace: &str) -> Result<String> {
         .start_recording_to_sink(client.clone())
         .context("starting the Event broadcaster")?;
     let recorder = broadcaster.new_recorder(CONTROLLER_NAME, "tutorial");
-    // myweb_operator::new_controller, written out: kubebuilder's SetupWithManager.
-    let options = LoopOptions::default();
-    let freshness = options.freshness();
-    let builder = Builder::new(CONTROLLER_NAME, client.clone(), &factory)
-        .namespace(Some(namespace))
-        .loop_options(options)
-        .freshness(freshness.clone())
+    // myweb_operator::new_controller, written out. First what a manager's
+    // mgr.controller_managed_by(CONTROLLER_NAME) hands over (ctrl.NewControllerManagedBy):
+    // the process's settings, here this namespace, one worker, every fix of the loop on.
+    let builder =
+        Builder::new(CONTROLLER_NAME, client.clone(), &factory).with_options(ControllerOptions {
+            namespace: Some(namespace.to_string()),
+            workers: 1,
+            loop_options: LoopOptions::default(),
+            shard: None,
+        });
+    // The staleness guard those options made: the reconciler reports its writes to it.
+    let freshness = builder.freshness_guard();
+    // Then the operator's own part, kubebuilder's SetupWithManager.
+    let builder = builder
         .for_::<MyWeb>()
         .owns::<ConfigMap>()
         .owns::<Deployment>()
-        .owns::<Service>()
-        .workers(1);
+        .owns::<Service>();
     // The reconciler reads the caches the watches fill (controller-runtime's cached
     // client).
     let listers = Listers {

@@ -1,11 +1,17 @@
 //! Wiring, with the builder: the whole of sample-controller's `NewController` in one
 //! expression. Compare crates/controllers/foo-controller/src/controller.rs, which writes the same
 //! informers, handlers and queue by hand.
+//!
+//! Split as kubebuilder splits it: the process's settings (namespace, workers, loop
+//! options, staleness guard, shard) are the builder's before this crate sees it
+//! (`mgr.controller_managed_by(CONTROLLER_NAME)`, controller-runtime's
+//! `ctrl.NewControllerManagedBy(mgr)`), and [`setup`] adds what is the operator's own,
+//! its watches and its reconciler (`SetupWithManager`).
 
 use apis::operator::v1::MyWeb;
-use builder::{Builder, BuiltController};
+use builder::{Builder, BuiltController, NoFor};
 use cache::SharedInformerFactory;
-use controller::LoopOptions;
+use controller::ControllerOptions;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use record::EventRecorder;
@@ -16,59 +22,48 @@ use crate::reconcile::{Listers, MyWebReconciler};
 /// The MyWeb operator's controller, as the builder makes it.
 pub type MyWebController = BuiltController<MyWebReconciler>;
 
-/// How the MyWeb controller is set up.
-#[derive(Debug, Clone)]
-pub struct MyWebControllerOptions {
-    /// Watch only this namespace (`None`: every namespace).
-    pub namespace: Option<String>,
-    /// How many MyWebs are reconciled at once (controller-runtime's
-    /// `MaxConcurrentReconciles`); default 1.
-    pub workers: usize,
-    /// The loop's staleness guard, queue order and backoff (every fix on by
-    /// default; the binary's flags choose).
-    pub loop_options: LoopOptions,
-    /// This replica's shard membership (`--shard-group`): only the MyWebs whose UID
-    /// hashes into its ranges, and the objects they own, are cached and reconciled.
-    pub shard: Option<sharding::Shard>,
-}
-
-impl Default for MyWebControllerOptions {
-    fn default() -> Self {
-        Self {
-            namespace: None,
-            workers: 1,
-            loop_options: LoopOptions::default(),
-            shard: None,
-        }
-    }
-}
+/// How the MyWeb controller is set up: the process's settings and nothing of its own
+/// (namespace, workers, loop options, shard; the default is every namespace, one
+/// worker, every fix of the loop on). The same type as a manager's
+/// `mgr.controller_options()`, so a binary hands those over as they are.
+pub type MyWebControllerOptions = ControllerOptions<sharding::Shard>;
 
 /// Builds the MyWeb controller on `factory`'s informers (shared with every other
-/// controller in the process), writing through `client` and reporting through
-/// `recorder`. Start the factory after this, then [`run`](BuiltController::run) it.
-///
-/// ```text
-/// For(&MyWeb{}).Owns(&ConfigMap{}).Owns(&Deployment{}).Owns(&Service{}).Complete(r)
-/// ```
+/// controller in the process), writing through `client`, reporting through
+/// `recorder`, set up with `options`: [`setup`] on a builder of its own, for a
+/// controller run without a manager (tests, examples). Start the factory after
+/// this, then [`run`](BuiltController::run) it.
 pub fn new_controller(
     client: kube::Client,
     factory: &SharedInformerFactory,
     recorder: EventRecorder,
     options: MyWebControllerOptions,
 ) -> MyWebController {
+    setup(
+        Builder::new(CONTROLLER_NAME, client, factory).with_options(options),
+        recorder,
+    )
+}
+
+/// Completes the MyWeb controller on `builder`, which already holds the process's
+/// settings (a manager's `mgr.controller_managed_by(CONTROLLER_NAME)`): its watches,
+/// and a reconciler writing through the builder's client and reporting through
+/// `recorder` (kubebuilder's `SetupWithManager`).
+///
+/// ```text
+/// For(&MyWeb{}).Owns(&ConfigMap{}).Owns(&Deployment{}).Owns(&Service{}).Complete(r)
+/// ```
+pub fn setup(builder: Builder<NoFor>, recorder: EventRecorder) -> MyWebController {
     // The staleness guard follows every watched kind: the reconciler applies the
-    // ConfigMap, Deployment and Service and writes the MyWeb's status.
-    let freshness = options.loop_options.freshness();
-    let builder = Builder::new(CONTROLLER_NAME, client.clone(), factory)
-        .namespace(options.namespace.as_deref())
-        .loop_options(options.loop_options)
-        .freshness(freshness.clone())
-        .shard(options.shard.as_ref())
+    // ConfigMap, Deployment and Service and writes the MyWeb's status, and reports
+    // those writes to the guard the loop checks.
+    let freshness = builder.freshness_guard();
+    let client = builder.client().clone();
+    let builder = builder
         .for_::<MyWeb>()
         .owns::<ConfigMap>()
         .owns::<Deployment>()
-        .owns::<Service>()
-        .workers(options.workers);
+        .owns::<Service>();
     // The reconciler reads the caches the watches above fill.
     let listers = Listers {
         webs: builder.lister(),

@@ -10,7 +10,7 @@
 //!
 //! | kubebuilder (Go) | here |
 //! |---|---|
-//! | `SetupWithManager`: `For(&MyWeb{}).Owns(...).Complete(r)` | [`new_controller`] ([`controller`](mod@controller)) |
+//! | `SetupWithManager`: `For(&MyWeb{}).Owns(...).Complete(r)` | [`setup`] on `mgr.controller_managed_by(..)`, or [`new_controller`] without a manager ([`controller`](mod@controller)) |
 //! | `Reconcile(ctx, req)` | [`reconcile`] ([`MyWebReconciler`]) |
 //! | `configMapForMyWeb`, `deploymentForMyWeb`, `serviceForMyWeb` | [`objects`] |
 //! | status conditions (`meta.SetStatusCondition`) | [`status`] |
@@ -29,7 +29,7 @@ pub mod reconcile;
 pub mod status;
 pub mod webhook;
 
-pub use controller::{MyWebController, MyWebControllerOptions, new_controller};
+pub use controller::{MyWebController, MyWebControllerOptions, new_controller, setup};
 pub use error::{Error, Result};
 pub use reconcile::{Listers, MyWebReconciler};
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use apis::cloudnative::v1alpha1::VirtualMachine;
 use cache::{InformerOptions, SharedInformerFactory};
-use controller::{Controller, LoopOptions, registration_synced};
+use controller::{Controller, ControllerOptions, LoopOptions, registration_synced};
 use kube::Api;
 use record::EventRecorder;
 use vm_driver::Driver;
@@ -43,6 +43,23 @@ impl Default for VirtualMachineControllerOptions {
             namespace: None,
             loop_options: LoopOptions::default(),
             shard: None,
+        }
+    }
+}
+
+/// The process's settings ([`ControllerOptions`], a manager's
+/// `mgr.controller_options()`) in one line, with the default
+/// [`usage_period`](VirtualMachineControllerOptions::usage_period) (set it after, as
+/// `VirtualMachineControllerOptions { usage_period, ..options.into() }`). `workers` is
+/// not here: it is how the controller is run ([`Controller::run`]`(workers, cancel)`,
+/// `manager::ControllerRunnable::new`).
+impl From<ControllerOptions<sharding::Shard>> for VirtualMachineControllerOptions {
+    fn from(options: ControllerOptions<sharding::Shard>) -> Self {
+        Self {
+            namespace: options.namespace,
+            loop_options: options.loop_options,
+            shard: options.shard,
+            ..Self::default()
         }
     }
 }
