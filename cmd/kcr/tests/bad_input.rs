@@ -1,0 +1,499 @@
+//! Every refusal of `kcr`: the message names the flag (or file) and the rule, and the
+//! command wrote nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory under the system's temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "kcr-{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn kcr(dir: &Path, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kcr"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Every file under `dir` with its content.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// A project with one kind.
+fn project() -> TempDir {
+    let dir = TempDir::new("project");
+    let (ok, err) = kcr(
+        &dir.0,
+        &[
+            "init",
+            "--domain",
+            "my.domain",
+            "--repo",
+            "my.domain/guestbook",
+            "--project-name",
+            "guestbook",
+            "--runtime-path",
+            "../..",
+        ],
+    );
+    assert!(ok, "{err}");
+    let (ok, err) = kcr(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+    );
+    assert!(ok, "{err}");
+    dir
+}
+
+/// Runs `args` in `dir`, expects a refusal whose message contains every `expected`
+/// fragment, and checks nothing under `dir` changed.
+fn refused(dir: &Path, args: &[&str], expected: &[&str]) {
+    let before = snapshot(dir);
+    let (ok, err) = kcr(dir, args);
+    assert!(!ok, "{args:?} succeeded");
+    for fragment in expected {
+        assert!(
+            err.contains(fragment),
+            "{args:?}: {err:?} lacks {fragment:?}"
+        );
+    }
+    assert!(
+        snapshot(dir) == before,
+        "{args:?} changed files although it failed"
+    );
+}
+
+#[test]
+fn a_group_that_is_not_a_dns_subdomain() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "Web_App",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ],
+        &["invalid --group \"Web_App\"", "DNS subdomain"],
+    );
+}
+
+#[test]
+fn a_kind_that_is_not_upper_camel_case() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "blog_post",
+        ],
+        &["invalid --kind \"blog_post\"", "UpperCamelCase"],
+    );
+}
+
+#[test]
+fn a_version_that_is_not_a_kubernetes_version() {
+    let dir = project();
+    for version in ["1", "v1.2", "v1gamma1", "V1"] {
+        refused(
+            &dir.0,
+            &[
+                "create",
+                "api",
+                "--group",
+                "webapp",
+                "--version",
+                version,
+                "--kind",
+                "Blog",
+            ],
+            &[&format!("invalid --version {version:?}"), "v<N>beta<M>"],
+        );
+    }
+}
+
+#[test]
+fn a_kind_that_exists() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "other",
+            "--version",
+            "v2",
+            "--kind",
+            "Guestbook",
+        ],
+        &["kind Guestbook already exists", "webapp.my.domain/v1"],
+    );
+}
+
+#[test]
+fn create_outside_a_project() {
+    let dir = TempDir::new("empty");
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+        &["no PROJECT file", "kcr init"],
+    );
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+            "--defaulting",
+        ],
+        &["no PROJECT file"],
+    );
+}
+
+#[test]
+fn init_in_a_non_empty_directory_unless_forced() {
+    let dir = TempDir::new("nonempty");
+    std::fs::write(dir.0.join("notes.txt"), "mine").unwrap();
+    let args = [
+        "init",
+        "--domain",
+        "my.domain",
+        "--repo",
+        "my.domain/x",
+        "--project-name",
+        "x",
+    ];
+    refused(&dir.0, &args, &["is not empty", "notes.txt", "--force"]);
+    let (ok, err) = kcr(&dir.0, &[&args[..], &["--force"]].concat());
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    assert!(dir.0.join("PROJECT").is_file());
+    // A second init over the project is refused, forced or not.
+    refused(
+        &dir.0,
+        &[&args[..], &["--force"]].concat(),
+        &["already holds a project"],
+    );
+}
+
+#[test]
+fn bad_init_flags() {
+    let dir = TempDir::new("init");
+    refused(
+        &dir.0,
+        &["init", "--domain", "My.Domain", "--repo", "r"],
+        &["invalid --domain \"My.Domain\"", "DNS subdomain"],
+    );
+    refused(
+        &dir.0,
+        &[
+            "init",
+            "--domain",
+            "my.domain",
+            "--repo",
+            "r",
+            "--project-name",
+            "Guest_Book",
+        ],
+        &["invalid --project-name \"Guest_Book\"", "DNS label"],
+    );
+}
+
+#[test]
+fn webhook_flags() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+        ],
+        &["--defaulting", "--programmatic-validation"],
+    );
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+        &[
+            "no kind Blog",
+            "kcr create api --group webapp --version v1 --kind Blog",
+        ],
+    );
+    let (ok, err) = kcr(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+            "--defaulting",
+        ],
+    );
+    assert!(ok, "{err}");
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Guestbook",
+            "--programmatic-validation",
+        ],
+        &[
+            "Guestbook already has a webhook",
+            "src/webhook/guestbook.rs",
+        ],
+    );
+}
+
+#[test]
+fn image_flags() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--version",
+            "v1",
+            "--kind",
+            "Memcached",
+            "--image",
+            "Memcached:1",
+        ],
+        &["invalid --image \"Memcached:1\""],
+    );
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--version",
+            "v1",
+            "--kind",
+            "Memcached",
+            "--image-container-port",
+            "11211",
+        ],
+        &["--image-container-port", "pass --image too"],
+    );
+}
+
+#[test]
+fn an_edited_file_is_never_overwritten() {
+    let dir = project();
+    // A file the command would create, written by hand.
+    std::fs::create_dir_all(dir.0.join("src/controller")).unwrap();
+    std::fs::write(
+        dir.0.join("src/controller/blog.rs"),
+        "// my own blog controller\n",
+    )
+    .unwrap();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ],
+        &["refusing to overwrite", "src/controller/blog.rs"],
+    );
+    std::fs::remove_file(dir.0.join("src/controller/blog.rs")).unwrap();
+
+    // A file the command adds a line to, whose marker the user removed.
+    let main = dir.0.join("src/main.rs");
+    let edited = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace("// +kcr:scaffold:controllers", "// my controllers");
+    std::fs::write(&main, &edited).unwrap();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ],
+        &[
+            "refusing to edit",
+            "src/main.rs",
+            "// +kcr:scaffold:controllers",
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&main).unwrap(), edited);
+}
+
+#[test]
+fn a_second_kind_changes_nothing_of_the_first() {
+    let dir = project();
+    let first: Vec<PathBuf> = [
+        "src/api/guestbook_v1.rs",
+        "src/controller/guestbook.rs",
+        "tests/e2e/guestbook.rs",
+        "deploy/samples/webapp_v1_guestbook.yaml",
+    ]
+    .iter()
+    .map(|p| dir.0.join(p))
+    .collect();
+    let before: Vec<Vec<u8>> = first.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let (ok, err) = kcr(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ],
+    );
+    assert!(ok, "{err}");
+    let after: Vec<Vec<u8>> = first.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(
+        before == after,
+        "the second create api changed the first kind's files"
+    );
+    let main = std::fs::read_to_string(dir.0.join("src/main.rs")).unwrap();
+    assert!(
+        main.contains("controller::guestbook::setup(mgr)?;"),
+        "{main}"
+    );
+    assert!(main.contains("controller::blog::setup(mgr)?;"), "{main}");
+}
+
+#[test]
+fn help_lists_every_command_with_an_example() {
+    let output = Command::new(env!("CARGO_BIN_EXE_kcr"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    for needle in [
+        "init",
+        "create",
+        "envtest",
+        "kcr init --domain",
+        "kcr create api --group",
+        "kcr create webhook",
+        "kcr envtest",
+    ] {
+        assert!(
+            help.contains(needle),
+            "kcr --help lacks {needle:?}:\n{help}"
+        );
+    }
+}

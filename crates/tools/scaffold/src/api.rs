@@ -1,0 +1,235 @@
+//! `kcr create api`: a kind's types and its controller (kubebuilder's `create api`, and
+//! with `--image` its deploy-image plugin).
+
+use std::path::PathBuf;
+
+use crate::error::ScaffoldError;
+use crate::init::project_vars;
+use crate::names::{
+    check_dns_subdomain, check_image, check_kind, check_version, plural, snake_case,
+};
+use crate::plan::{Applied, Plan};
+use crate::project::{PROJECT_FILE, Project, Resource};
+use crate::render::Vars;
+
+/// `kcr create api`'s flags.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    /// The project's root.
+    pub dir: PathBuf,
+    /// `--group` (the API group is `<group>.<domain>`).
+    pub group: String,
+    /// `--version`.
+    pub version: String,
+    /// `--kind`.
+    pub kind: String,
+    /// `--namespaced` (default true).
+    pub namespaced: bool,
+    /// `--resource`: scaffold the types (default true).
+    pub resource: bool,
+    /// `--controller`: scaffold a controller (default true).
+    pub controller: bool,
+    /// `--image`: the controller runs this image in a Deployment it owns.
+    pub image: Option<String>,
+    /// `--image-container-port`.
+    pub container_port: Option<u16>,
+}
+
+/// `kcr create api`: adds a kind to the project in `options.dir`.
+pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
+    check_dns_subdomain("--group", &options.group)?;
+    check_version(&options.version)?;
+    check_kind(&options.kind)?;
+    if let Some(image) = &options.image {
+        check_image(image)?;
+        if !options.resource || !options.controller {
+            return Err(ScaffoldError::Usage(
+                "--image scaffolds the types and a controller that deploys the image: it needs --resource and --controller".into(),
+            ));
+        }
+    }
+    if options.container_port.is_some() && options.image.is_none() {
+        return Err(ScaffoldError::Usage(
+            "--image-container-port is the port of --image's container: pass --image too".into(),
+        ));
+    }
+    if options.container_port == Some(0) {
+        return Err(ScaffoldError::invalid(
+            "--image-container-port",
+            "0",
+            "a port number from 1 to 65535",
+        ));
+    }
+    if !options.resource {
+        return Err(ScaffoldError::Usage(
+            "the scaffolded controller reconciles this project's own type: pass --resource (controllers for built-in kinds are written by hand with the builder)".into(),
+        ));
+    }
+    let mut project = Project::load(&options.dir)?;
+    check_dns_subdomain("--group", &format!("{}.{}", options.group, project.domain))?;
+    if let Some(existing) = project.resource(&options.kind) {
+        return Err(ScaffoldError::KindExists {
+            kind: existing.kind.clone(),
+            group: existing.api_group(),
+            version: existing.version.clone(),
+        });
+    }
+    let resource = Resource {
+        group: options.group.clone(),
+        domain: project.domain.clone(),
+        version: options.version.clone(),
+        kind: options.kind.clone(),
+        plural: plural(&options.kind),
+        namespaced: options.namespaced,
+        api: options.resource,
+        controller: options.controller,
+        image: options.image.clone(),
+        container_port: options
+            .image
+            .as_ref()
+            .map(|_| options.container_port.unwrap_or(80)),
+        webhooks: None,
+    };
+    let vars = resource_vars(&project, &resource);
+    let image = resource.image.is_some();
+    let mut plan = Plan::default();
+
+    // The types, their CRD and who may use them.
+    let api_module = vars.render("{{api_module}}");
+    let types = if image { IMAGE_TYPES } else { TYPES };
+    plan.create(format!("src/api/{api_module}.rs"), vars.render(types));
+    plan.insert(
+        "src/api/mod.rs",
+        "// +kcr:scaffold:api",
+        format!("pub mod {api_module};"),
+    );
+    plan.insert(
+        "src/lib.rs",
+        "// +kcr:scaffold:crds",
+        vars.render("<api::{{api_module}}::{{kind}} as kube::CustomResourceExt>::crd(),"),
+    );
+    plan.insert(
+        "deploy/crd/kustomization.yaml",
+        "# +kcr:scaffold:crds",
+        vars.render("- {{api_group}}_{{plural}}.yaml"),
+    );
+    let sample = vars.render("{{group}}_{{version}}_{{kind_lower}}.yaml");
+    plan.create(
+        format!("deploy/samples/{sample}"),
+        vars.render(if image { IMAGE_SAMPLE } else { SAMPLE }),
+    );
+    plan.insert(
+        "deploy/samples/kustomization.yaml",
+        "# +kcr:scaffold:samples",
+        format!("- {sample}"),
+    );
+    for (role, template) in [("editor", EDITOR_ROLE), ("viewer", VIEWER_ROLE)] {
+        let file = vars.render(&format!("{{{{kind_snake}}}}_{role}_role.yaml"));
+        plan.create(format!("deploy/rbac/{file}"), vars.render(template));
+        plan.insert(
+            "deploy/rbac/kustomization.yaml",
+            "# +kcr:scaffold:rbac",
+            format!("- {file}"),
+        );
+    }
+
+    // The controller, registered with the manager, its RBAC, its tests.
+    if resource.controller {
+        let module = vars.render("{{kind_snake}}");
+        let controller = if image { IMAGE_CONTROLLER } else { CONTROLLER };
+        plan.create(
+            format!("src/controller/{module}.rs"),
+            vars.render(controller),
+        );
+        plan.insert(
+            "src/controller/mod.rs",
+            "// +kcr:scaffold:controllers",
+            format!("pub mod {module};"),
+        );
+        plan.insert(
+            "src/lib.rs",
+            "// +kcr:scaffold:rbac",
+            format!("controller::{module}::rbac(),"),
+        );
+        plan.insert(
+            "src/main.rs",
+            "// +kcr:scaffold:controllers",
+            vars.render("{{crate_name}}::controller::{{kind_snake}}::setup(mgr)?;"),
+        );
+        let e2e = if image { IMAGE_E2E } else { E2E };
+        plan.create(format!("tests/e2e/{module}.rs"), vars.render(e2e));
+        plan.insert(
+            "tests/e2e/main.rs",
+            "// +kcr:scaffold:e2e",
+            format!("mod {module};"),
+        );
+    }
+
+    project.resources.push(resource);
+    plan.replace(PROJECT_FILE, project.render());
+    plan.apply(&options.dir)
+}
+
+/// Every name a resource's templates use.
+pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
+    let mut vars = project_vars(project);
+    let kind_snake = snake_case(&resource.kind);
+    let scope = if resource.namespaced {
+        "Namespaced"
+    } else {
+        "Cluster"
+    };
+    vars.set("group", resource.group.clone())
+        .set("api_group", resource.api_group())
+        .set("api_group_dashed", resource.api_group().replace('.', "-"))
+        .set("version", resource.version.clone())
+        .set("kind", resource.kind.clone())
+        .set("kind_lower", resource.kind.to_ascii_lowercase())
+        .set("kind_snake", kind_snake.clone())
+        .set("kind_upper", kind_snake.to_ascii_uppercase())
+        .set("plural", resource.plural.clone())
+        .set("api_module", format!("{kind_snake}_{}", resource.version))
+        .set("scope", scope)
+        .set(
+            "namespaced_attr",
+            if resource.namespaced {
+                "namespaced, "
+            } else {
+                ""
+            },
+        )
+        .set("image", resource.image.clone().unwrap_or_default())
+        .set(
+            "container_port",
+            resource
+                .container_port
+                .map(|p| p.to_string())
+                .unwrap_or_default(),
+        );
+    vars
+}
+
+const TYPES: &str = include_str!("../templates/api/types.rs.tpl");
+const CONTROLLER: &str = include_str!("../templates/api/controller.rs.tpl");
+const E2E: &str = include_str!("../templates/api/e2e.rs.tpl");
+const SAMPLE: &str = include_str!("../templates/api/sample.yaml.tpl");
+const EDITOR_ROLE: &str = include_str!("../templates/api/editor_role.yaml.tpl");
+const VIEWER_ROLE: &str = include_str!("../templates/api/viewer_role.yaml.tpl");
+const IMAGE_TYPES: &str = include_str!("../templates/image/types.rs.tpl");
+const IMAGE_CONTROLLER: &str = include_str!("../templates/image/controller.rs.tpl");
+const IMAGE_E2E: &str = include_str!("../templates/image/e2e.rs.tpl");
+const IMAGE_SAMPLE: &str = include_str!("../templates/image/sample.yaml.tpl");
+
+#[cfg(test)]
+pub(crate) const ALL_TEMPLATES: &[&str] = &[
+    TYPES,
+    CONTROLLER,
+    E2E,
+    SAMPLE,
+    EDITOR_ROLE,
+    VIEWER_ROLE,
+    IMAGE_TYPES,
+    IMAGE_CONTROLLER,
+    IMAGE_E2E,
+    IMAGE_SAMPLE,
+];

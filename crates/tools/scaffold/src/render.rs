@@ -1,0 +1,74 @@
+//! Templates: plain text files under `templates/`, compiled into the binary with
+//! `include_str!`, whose `{{name}}` placeholders are replaced by the resource's names.
+//!
+//! Hand-written on purpose: a template engine would be one more dependency for a
+//! string replacement, and the templates read as the files they become.
+
+use std::collections::BTreeMap;
+
+/// The values a template's placeholders take.
+#[derive(Debug, Default, Clone)]
+pub struct Vars(BTreeMap<&'static str, String>);
+
+impl Vars {
+    /// Sets `{{name}}`.
+    pub fn set(&mut self, name: &'static str, value: impl Into<String>) -> &mut Self {
+        self.0.insert(name, value.into());
+        self
+    }
+
+    /// `template` with every `{{name}}` replaced.
+    ///
+    /// # Panics
+    /// When a placeholder has no value: a template bug, which the tests of every
+    /// template catch.
+    pub fn render(&self, template: &str) -> String {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(start) = rest.find("{{") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after.find("}}");
+            let name = end.map(|end| &after[..end]);
+            match name {
+                Some(name)
+                    if !name.is_empty()
+                        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+                {
+                    let value = self.0.get(name).unwrap_or_else(|| {
+                        panic!("template placeholder {{{{{name}}}}} has no value")
+                    });
+                    out.push_str(value);
+                    rest = &after[name.len() + 2..];
+                }
+                _ => {
+                    out.push_str("{{");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_known_placeholders_only() {
+        let mut vars = Vars::default();
+        vars.set("kind", "Guestbook");
+        assert_eq!(
+            vars.render("kind: {{kind}}; format!(\"{{}}\") {{ x }}"),
+            "kind: Guestbook; format!(\"{{}}\") {{ x }}"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "has no value")]
+    fn a_missing_value_is_a_template_bug() {
+        Vars::default().render("{{kind}}");
+    }
+}

@@ -1,0 +1,1 @@
+// TODO template api/e2e.rs.tpl

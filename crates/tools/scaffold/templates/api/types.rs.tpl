@@ -1,0 +1,1 @@
+// TODO template api/types.rs.tpl

@@ -1,0 +1,1 @@
+// TODO template image/controller.rs.tpl

@@ -1,0 +1,1 @@
+// TODO template image/e2e.rs.tpl

@@ -1,0 +1,1 @@
+// TODO template image/sample.yaml.tpl

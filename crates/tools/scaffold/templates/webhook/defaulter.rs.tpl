@@ -1,0 +1,1 @@
+// TODO template webhook/defaulter.rs.tpl

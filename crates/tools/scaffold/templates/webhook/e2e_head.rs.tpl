@@ -1,0 +1,1 @@
+// TODO template webhook/e2e_head.rs.tpl

@@ -1,0 +1,1 @@
+// TODO template webhook/register.rs.tpl
