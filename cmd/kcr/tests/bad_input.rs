@@ -15,10 +15,10 @@ impl TempDir {
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
+                .expect("test setup")
                 .as_nanos()
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("test setup");
         Self(dir)
     }
 }
@@ -34,7 +34,7 @@ fn kcr(dir: &Path, args: &[&str]) -> (bool, String) {
         .args(args)
         .current_dir(dir)
         .output()
-        .unwrap();
+        .expect("test setup");
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -46,12 +46,12 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
+        for entry in std::fs::read_dir(&d).expect("test setup") {
+            let path = entry.expect("test setup").path();
             if path.is_dir() {
                 stack.push(path);
             } else {
-                files.insert(path.clone(), std::fs::read(&path).unwrap());
+                files.insert(path.clone(), std::fs::read(&path).expect("test setup"));
             }
         }
     }
@@ -226,7 +226,7 @@ fn create_outside_a_project() {
 #[test]
 fn init_in_a_non_empty_directory_unless_forced() {
     let dir = TempDir::new("nonempty");
-    std::fs::write(dir.0.join("notes.txt"), "mine").unwrap();
+    std::fs::write(dir.0.join("notes.txt"), "mine").expect("test setup");
     let args = [
         "init",
         "--domain",
@@ -240,7 +240,7 @@ fn init_in_a_non_empty_directory_unless_forced() {
     let (ok, err) = kcr(&dir.0, &[&args[..], &["--force"]].concat());
     assert!(ok, "{err}");
     assert_eq!(
-        std::fs::read_to_string(dir.0.join("notes.txt")).unwrap(),
+        std::fs::read_to_string(dir.0.join("notes.txt")).expect("test setup"),
         "mine"
     );
     assert!(dir.0.join("PROJECT").is_file());
@@ -386,12 +386,12 @@ fn image_flags() {
 fn an_edited_file_is_never_overwritten() {
     let dir = project();
     // A file the command would create, written by hand.
-    std::fs::create_dir_all(dir.0.join("src/controller")).unwrap();
+    std::fs::create_dir_all(dir.0.join("src/controller")).expect("test setup");
     std::fs::write(
         dir.0.join("src/controller/blog.rs"),
         "// my own blog controller\n",
     )
-    .unwrap();
+    .expect("test setup");
     refused(
         &dir.0,
         &[
@@ -406,14 +406,14 @@ fn an_edited_file_is_never_overwritten() {
         ],
         &["refusing to overwrite", "src/controller/blog.rs"],
     );
-    std::fs::remove_file(dir.0.join("src/controller/blog.rs")).unwrap();
+    std::fs::remove_file(dir.0.join("src/controller/blog.rs")).expect("test setup");
 
     // A file the command adds a line to, whose marker the user removed.
     let main = dir.0.join("src/main.rs");
     let edited = std::fs::read_to_string(&main)
-        .unwrap()
+        .expect("test setup")
         .replace("// +kcr:scaffold:controllers", "// my controllers");
-    std::fs::write(&main, &edited).unwrap();
+    std::fs::write(&main, &edited).expect("test setup");
     refused(
         &dir.0,
         &[
@@ -432,7 +432,7 @@ fn an_edited_file_is_never_overwritten() {
             "// +kcr:scaffold:controllers",
         ],
     );
-    assert_eq!(std::fs::read_to_string(&main).unwrap(), edited);
+    assert_eq!(std::fs::read_to_string(&main).expect("test setup"), edited);
 }
 
 #[test]
@@ -447,7 +447,10 @@ fn a_second_kind_changes_nothing_of_the_first() {
     .iter()
     .map(|p| dir.0.join(p))
     .collect();
-    let before: Vec<Vec<u8>> = first.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let before: Vec<Vec<u8>> = first
+        .iter()
+        .map(|p| std::fs::read(p).expect("test setup"))
+        .collect();
     let (ok, err) = kcr(
         &dir.0,
         &[
@@ -462,12 +465,15 @@ fn a_second_kind_changes_nothing_of_the_first() {
         ],
     );
     assert!(ok, "{err}");
-    let after: Vec<Vec<u8>> = first.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let after: Vec<Vec<u8>> = first
+        .iter()
+        .map(|p| std::fs::read(p).expect("test setup"))
+        .collect();
     assert!(
         before == after,
         "the second create api changed the first kind's files"
     );
-    let main = std::fs::read_to_string(dir.0.join("src/main.rs")).unwrap();
+    let main = std::fs::read_to_string(dir.0.join("src/main.rs")).expect("test setup");
     assert!(
         main.contains("controller::guestbook::setup(mgr)?;"),
         "{main}"
@@ -480,7 +486,7 @@ fn help_lists_every_command_with_an_example() {
     let output = Command::new(env!("CARGO_BIN_EXE_kcr"))
         .arg("--help")
         .output()
-        .unwrap();
+        .expect("test setup");
     let help = String::from_utf8_lossy(&output.stdout);
     for needle in [
         "init",

@@ -15,7 +15,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
-        .unwrap()
+        .expect("test setup")
 }
 
 /// Written by the project's `cargo run --bin manifests`, not by kcr.
@@ -29,11 +29,11 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
+        for entry in std::fs::read_dir(&d).expect("test setup") {
+            let path = entry.expect("test setup").path();
             let relative = path
                 .strip_prefix(dir)
-                .unwrap()
+                .expect("test setup")
                 .to_string_lossy()
                 .into_owned();
             if relative == "target" || relative == "Cargo.lock" {
@@ -42,7 +42,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if path.is_dir() {
                 stack.push(path);
             } else if !written_by_manifests(&relative) {
-                out.insert(relative, std::fs::read(&path).unwrap());
+                out.insert(relative, std::fs::read(&path).expect("test setup"));
             }
         }
     }
@@ -60,28 +60,29 @@ fn the_scaffold_writes_testdata_project() {
         .arg(out.join("guestbook"))
         .arg("../..")
         .status()
-        .unwrap();
+        .expect("test setup");
     assert!(status.success(), "testdata/generate.sh failed");
     let generated = files(&out.join("guestbook"));
     let golden_dir = repo.join("testdata/project");
 
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         for relative in files(&golden_dir).keys() {
-            std::fs::remove_file(golden_dir.join(relative)).unwrap();
+            std::fs::remove_file(golden_dir.join(relative)).expect("test setup");
         }
         for (relative, content) in &generated {
             let path = golden_dir.join(relative);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, content).unwrap();
+            std::fs::create_dir_all(path.parent().expect("test setup")).expect("test setup");
+            std::fs::write(&path, content).expect("test setup");
             #[cfg(unix)]
             if relative.ends_with(".sh") {
                 use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                    .expect("test setup");
             }
         }
     }
     let golden = files(&golden_dir);
-    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::remove_dir_all(&out).expect("test setup");
 
     let mut differences = Vec::new();
     for (relative, content) in &generated {

@@ -100,7 +100,7 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
     plan.create(format!("src/api/{api_module}.rs"), vars.render(types));
     plan.insert(
         "src/api/mod.rs",
-        "// +kcr:scaffold:api",
+        "// +kcr:scaffold:api-modules",
         format!("pub mod {api_module};"),
     );
     plan.insert(
@@ -143,7 +143,7 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
         );
         plan.insert(
             "src/controller/mod.rs",
-            "// +kcr:scaffold:controllers",
+            "// +kcr:scaffold:controller-modules",
             format!("pub mod {module};"),
         );
         plan.insert(
@@ -160,7 +160,7 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
         plan.create(format!("tests/e2e/{module}.rs"), vars.render(e2e));
         plan.insert(
             "tests/e2e/main.rs",
-            "// +kcr:scaffold:e2e",
+            "// +kcr:scaffold:e2e-modules",
             format!("mod {module};"),
         );
     }
@@ -185,6 +185,15 @@ pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
         .set("version", resource.version.clone())
         .set("kind", resource.kind.clone())
         .set("kind_lower", resource.kind.to_ascii_lowercase())
+        .set(
+            "port_name",
+            resource
+                .kind
+                .to_ascii_lowercase()
+                .chars()
+                .take(15)
+                .collect::<String>(),
+        )
         .set("kind_snake", kind_snake.clone())
         .set("kind_upper", kind_snake.to_ascii_uppercase())
         .set("plural", resource.plural.clone())
@@ -221,15 +230,61 @@ const IMAGE_E2E: &str = include_str!("../templates/image/e2e.rs.tpl");
 const IMAGE_SAMPLE: &str = include_str!("../templates/image/sample.yaml.tpl");
 
 #[cfg(test)]
-pub(crate) const ALL_TEMPLATES: &[&str] = &[
-    TYPES,
-    CONTROLLER,
-    E2E,
-    SAMPLE,
-    EDITOR_ROLE,
-    VIEWER_ROLE,
-    IMAGE_TYPES,
-    IMAGE_CONTROLLER,
-    IMAGE_E2E,
-    IMAGE_SAMPLE,
-];
+mod tests {
+    use super::*;
+    use crate::project::{LAYOUT_VERSION, Runtime};
+
+    fn project() -> Project {
+        Project {
+            version: LAYOUT_VERSION.into(),
+            domain: "my.domain".into(),
+            repo: "my.domain/p".into(),
+            project_name: "p".into(),
+            runtime: Runtime {
+                path: Some("../..".into()),
+                git: None,
+                rev: None,
+                version: None,
+            },
+            resources: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_template_has_a_value_for_each_placeholder() {
+        let resource = Resource {
+            group: "cache".into(),
+            domain: "my.domain".into(),
+            version: "v1alpha1".into(),
+            kind: "CronJob".into(),
+            plural: "cronjobs".into(),
+            namespaced: false,
+            api: true,
+            controller: true,
+            image: Some("memcached:1.6".into()),
+            container_port: Some(11211),
+            webhooks: None,
+        };
+        let vars = resource_vars(&project(), &resource);
+        for template in [
+            TYPES,
+            CONTROLLER,
+            E2E,
+            SAMPLE,
+            EDITOR_ROLE,
+            VIEWER_ROLE,
+            IMAGE_TYPES,
+            IMAGE_CONTROLLER,
+            IMAGE_E2E,
+            IMAGE_SAMPLE,
+        ] {
+            // Panics on a placeholder without a value.
+            let out = vars.render(template);
+            assert!(!out.contains("{{kind}}"));
+        }
+        assert_eq!(
+            vars.render("{{api_module}} {{kind_snake}}"),
+            "cron_job_v1alpha1 cron_job"
+        );
+    }
+}

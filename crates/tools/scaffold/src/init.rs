@@ -118,7 +118,7 @@ pub(crate) fn project_vars(project: &Project) -> Vars {
         ("dep_cache", "cache"),
         ("dep_record", "record"),
         ("dep_webhook", "webhook"),
-        ("dep_metrics", "metrics"),
+        ("dep_gentype", "gentype"),
     ] {
         vars.set(
             key,
@@ -132,6 +132,12 @@ pub(crate) fn project_vars(project: &Project) -> Vars {
         project
             .runtime
             .dependency("crates/runtime/controller", &["testing"]),
+    );
+    vars.set(
+        "dep_record_testing",
+        project
+            .runtime
+            .dependency("crates/runtime/record", &["testing"]),
     );
     vars.set(
         "dep_testenv",

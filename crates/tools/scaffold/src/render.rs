@@ -41,15 +41,47 @@ impl Vars {
                     out.push_str(value);
                     rest = &after[name.len() + 2..];
                 }
+                // Not a placeholder (Rust's `{{` in a format string, or `{{{name}}`
+                // where a brace precedes one): keep one brace and look again after it.
                 _ => {
-                    out.push_str("{{");
-                    rest = after;
+                    out.push('{');
+                    rest = &rest[start + 1..];
                 }
             }
         }
         out.push_str(rest);
         out
     }
+}
+
+/// `template` without the sections whose flag is off: a line holding `kcr:if NAME`
+/// opens a section, one holding `kcr:end` closes it; both lines are dropped, and the
+/// lines between them kept only when `NAME` is on in `flags`. Sections do not nest.
+///
+/// # Panics
+/// On a section named in no flag, or left open: template bugs.
+pub fn sections(template: &str, flags: &[(&str, bool)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut keep = true;
+    let mut open = false;
+    for line in template.split_inclusive('\n') {
+        if let Some(name) = line.split("kcr:if ").nth(1) {
+            let name = name.trim();
+            keep = flags
+                .iter()
+                .find(|(flag, _)| *flag == name)
+                .unwrap_or_else(|| panic!("template section {name:?} has no flag"))
+                .1;
+            open = true;
+        } else if line.contains("kcr:end") {
+            keep = true;
+            open = false;
+        } else if keep {
+            out.push_str(line);
+        }
+    }
+    assert!(!open, "a template section is not closed");
+    out
 }
 
 #[cfg(test)]
@@ -64,11 +96,24 @@ mod tests {
             vars.render("kind: {{kind}}; format!(\"{{}}\") {{ x }}"),
             "kind: Guestbook; format!(\"{{}}\") {{ x }}"
         );
+        assert_eq!(
+            vars.render("use a::{{{kind}}, B};"),
+            "use a::{Guestbook, B};"
+        );
     }
 
     #[test]
     #[should_panic(expected = "has no value")]
     fn a_missing_value_is_a_template_bug() {
         Vars::default().render("{{kind}}");
+    }
+
+    #[test]
+    fn sections_keep_what_is_on() {
+        let template = "a\n// kcr:if x\nb\n// kcr:end\n// kcr:if y\nc\n// kcr:end\nd\n";
+        assert_eq!(
+            sections(template, &[("x", true), ("y", false)]),
+            "a\nb\nd\n"
+        );
     }
 }

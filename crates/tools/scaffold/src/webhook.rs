@@ -10,6 +10,7 @@ use crate::error::ScaffoldError;
 use crate::names::{check_dns_subdomain, check_kind, check_version};
 use crate::plan::{Applied, Plan};
 use crate::project::{PROJECT_FILE, Project, Webhooks};
+use crate::render::sections;
 
 /// `kcr create webhook`'s flags.
 #[derive(Debug, Clone)]
@@ -52,6 +53,12 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
     let resource = &project.resources[index];
     let vars = resource_vars(&project, resource);
     let module = vars.render("{{kind_snake}}");
+    if resource.image.is_some() {
+        return Err(ScaffoldError::Usage(format!(
+            "{} was created with --image: kcr's webhook example rules are written for the spec of a plain `create api` kind; write a Defaulter/Validator by hand in src/webhook/ (see webhook::Defaulter and webhook::Validator)",
+            resource.kind
+        )));
+    }
     if resource.webhooks.is_some() {
         return Err(ScaffoldError::WebhookExists {
             kind: resource.kind.clone(),
@@ -77,57 +84,51 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
         );
     }
 
-    let mut source = vars.render(WEBHOOK_HEAD);
-    let mut registrations = Vec::new();
-    let mut e2e = vars.render(E2E_HEAD);
-    if options.defaulting {
-        source.push_str(&vars.render(DEFAULTER));
-        registrations.push(vars.render(REGISTER_DEFAULTER));
-        e2e.push_str(&vars.render(E2E_DEFAULTING));
-        plan.create(
-            vars.render("deploy/webhook/{{kind_snake}}_mutating.yaml"),
-            vars.render(MUTATING_CONFIGURATION),
-        );
-        plan.insert(
-            "deploy/webhook/kustomization.yaml",
-            "# +kcr:scaffold:webhooks",
-            vars.render("- {{kind_snake}}_mutating.yaml"),
-        );
-    }
-    if options.validation {
-        source.push_str(&vars.render(VALIDATOR));
-        registrations.push(vars.render(REGISTER_VALIDATOR));
-        e2e.push_str(&vars.render(E2E_VALIDATION));
-        plan.create(
-            vars.render("deploy/webhook/{{kind_snake}}_validating.yaml"),
-            vars.render(VALIDATING_CONFIGURATION),
-        );
-        plan.insert(
-            "deploy/webhook/kustomization.yaml",
-            "# +kcr:scaffold:webhooks",
-            vars.render("- {{kind_snake}}_validating.yaml"),
-        );
-    }
-    let mut register_vars = vars.clone();
-    register_vars.set("registrations", registrations.join("\n"));
-    source.push_str(&register_vars.render(REGISTER));
-    plan.create(format!("src/webhook/{module}.rs"), source);
+    // The webhook module and its e2e test, with the parts the flags ask for.
+    let flags = [
+        ("defaulting", options.defaulting),
+        ("validation", options.validation),
+    ];
+    plan.create(
+        format!("src/webhook/{module}.rs"),
+        vars.render(&sections(WEBHOOK, &flags)),
+    );
     plan.insert(
         "src/webhook/mod.rs",
         "// +kcr:scaffold:webhook-modules",
         format!("pub mod {module};"),
     );
     plan.insert(
-        "src/webhook/mod.rs",
+        "src/main.rs",
         "// +kcr:scaffold:webhooks",
-        format!("{module}::register,"),
+        vars.render("{{crate_name}}::webhook::{{kind_snake}}::register(mgr.webhook_server())?;"),
     );
-    plan.create(format!("tests/e2e/{module}_webhook.rs"), e2e);
+    plan.create(
+        format!("tests/e2e/{module}_webhook.rs"),
+        vars.render(&sections(WEBHOOK_E2E, &flags)),
+    );
     plan.insert(
         "tests/e2e/main.rs",
-        "// +kcr:scaffold:e2e",
+        "// +kcr:scaffold:e2e-modules",
         format!("mod {module}_webhook;"),
     );
+    // deploy/: the API server calls the webhooks through these configurations.
+    for (on, file, template) in [
+        (options.defaulting, "mutating", MUTATING_CONFIGURATION),
+        (options.validation, "validating", VALIDATING_CONFIGURATION),
+    ] {
+        if on {
+            plan.create(
+                format!("deploy/webhook/{module}_{file}.yaml"),
+                vars.render(template),
+            );
+            plan.insert(
+                "deploy/webhook/kustomization.yaml",
+                "# +kcr:scaffold:webhooks",
+                format!("- {module}_{file}.yaml"),
+            );
+        }
+    }
 
     project.resources[index].webhooks = Some(Webhooks {
         defaulting: options.defaulting,
@@ -137,17 +138,8 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
     plan.apply(&options.dir)
 }
 
-const WEBHOOK_HEAD: &str = include_str!("../templates/webhook/head.rs.tpl");
-const DEFAULTER: &str = include_str!("../templates/webhook/defaulter.rs.tpl");
-const VALIDATOR: &str = include_str!("../templates/webhook/validator.rs.tpl");
-const REGISTER: &str = include_str!("../templates/webhook/register.rs.tpl");
-const REGISTER_DEFAULTER: &str =
-    "paths.push(server.register_defaulter::<{{kind}}, _>({{kind}}Defaulter)?);";
-const REGISTER_VALIDATOR: &str =
-    "paths.push(server.register_validator::<{{kind}}, _>({{kind}}Validator)?);";
-const E2E_HEAD: &str = include_str!("../templates/webhook/e2e_head.rs.tpl");
-const E2E_DEFAULTING: &str = include_str!("../templates/webhook/e2e_defaulting.rs.tpl");
-const E2E_VALIDATION: &str = include_str!("../templates/webhook/e2e_validation.rs.tpl");
+const WEBHOOK: &str = include_str!("../templates/webhook/webhook.rs.tpl");
+const WEBHOOK_E2E: &str = include_str!("../templates/webhook/e2e.rs.tpl");
 const MUTATING_CONFIGURATION: &str = include_str!("../templates/webhook/deploy/mutating.yaml.tpl");
 const VALIDATING_CONFIGURATION: &str =
     include_str!("../templates/webhook/deploy/validating.yaml.tpl");

@@ -1,1 +1,91 @@
-// TODO template image/types.rs.tpl
+//! `{{api_group}}/{{version}}`, kind `{{kind}}`: kubebuilder's deploy-image plugin's
+//! `api/{{version}}/{{kind_snake}}_types.go`.
+//!
+//! A {{kind}} asks for `spec.size` replicas of the image `{{image}}`
+//! listening on `spec.containerPort`; the controller (`crate::controller::{{kind_snake}}`)
+//! runs them as a Deployment it owns and reports a `Ready` condition.
+//!
+//! ```
+//! use {{crate_name}}::api::{{api_module}}::{{{kind}}, {{kind}}Spec};
+//!
+//! let {{kind_snake}}: {{kind}} = serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "{{api_group}}/{{version}}",
+//!     "kind": "{{kind}}",
+//!     "metadata": {"name": "{{kind_lower}}-sample"},
+//!     "spec": {"size": 2},
+//! }))
+//! .unwrap();
+//! assert_eq!({{kind_snake}}.spec, {{kind}}Spec { size: 2, container_port: {{container_port}} });
+//! ```
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The port the image listens on when `spec.containerPort` is not set
+/// (`kcr create api ... --image-container-port {{container_port}}`).
+pub const DEFAULT_CONTAINER_PORT: i32 = {{container_port}};
+
+// TODO(user): add the fields users set. Document each one with a `///` comment: it
+// becomes the field's `description` in the CRD, which `kubectl explain` shows.
+/// {{kind}}Spec is the desired state of a {{kind}}.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+// The printer columns share `type_ = "string"`; clippy mistakes that for a duplicated
+// attribute.
+#[allow(clippy::duplicated_attributes)]
+#[kube(
+    group = "{{api_group}}",
+    version = "{{version}}",
+    kind = "{{kind}}",
+    plural = "{{plural}}",
+    namespaced,
+    status = "{{kind}}Status",
+    derive = "PartialEq",
+    doc = "{{kind}} is the Schema for the {{plural}} API.",
+    printcolumn(
+        name = "Size",
+        type_ = "integer",
+        description = "How many {{kind_lower}} pods are asked for",
+        json_path = ".spec.size"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        description = "Whether every {{kind_lower}} pod is available",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct {{kind}}Spec {
+    /// How many pods of the image to run, 0 or more.
+    // The controller reports a negative size as `Ready=False`, reason `InvalidSpec`.
+    // Add `#[schemars(range(min = 0, max = 10))]` to have the API server refuse it
+    // instead (kubebuilder's `+kubebuilder:validation:Minimum` marker).
+    pub size: i32,
+
+    /// The port the image listens on in its container.
+    #[serde(default = "default_container_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub container_port: i32,
+}
+
+fn default_container_port() -> i32 {
+    DEFAULT_CONTAINER_PORT
+}
+
+/// {{kind}}Status is the observed state of a {{kind}}.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct {{kind}}Status {
+    /// The {{kind}}'s conditions, one per type (`Ready`), each with the generation
+    /// it describes (`observedGeneration`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}

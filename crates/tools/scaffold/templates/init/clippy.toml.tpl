@@ -1,3 +1,2 @@
-# Tests may unwrap: a panic there is a failed test with its line.
+# In tests an unwrap is the assertion (Cargo.toml's [lints] warn about it elsewhere).
 allow-unwrap-in-tests = true
-allow-expect-in-tests = true

@@ -1,32 +1,55 @@
-//! `{{project_name}}`: the operator binary, kubebuilder's `cmd/main.go`. It only wires
-//! flags to the manager and registers each controller and webhook; `kcr create` adds
-//! their lines above the `+kcr:scaffold` markers (keep the markers).
+//! `{{project_name}}`: the manager binary, kubebuilder's `cmd/main.go`. It only wires flags to
+//! the library: each controller's `setup` and each kind's webhooks.
 //!
 //! ```text
-//! {{project_name}} --kubeconfig ~/.kube/config --workers 2 --leader-elect
+//! cargo run -- --kubeconfig ~/.kube/config                # every namespace
+//! cargo run -- --kubeconfig ~/.kube/config --namespace default --leader-elect
+//! cargo run -- --help                                      # every flag
 //! ```
+//!
+//! Install the CRDs first: `kubectl apply --server-side -f deploy/crd/`.
+
+#![forbid(unsafe_code)]
 
 use clap::Parser;
 use manager::{Manager, ManagerArgs};
 
-/// The {{project_name}} operator.
+/// The manager's name: its Events' source, its leader election Lease, its logs.
+const NAME: &str = "{{project_name}}";
+
+/// The {{project_name}} operator: runs the controllers (and, with --webhook-bind-address,
+/// the admission webhooks) of the `{{domain}}` API groups.
 #[derive(Debug, Parser)]
 #[command(name = "{{project_name}}", version, about)]
 struct Cli {
-    /// The manager's flags: API client, workers and namespace, leader election, secure
-    /// metrics and health probes, Events, webhook server, shard group, wire format.
+    /// The flags every manager has: --kubeconfig, --namespace, --workers,
+    /// --leader-elect, --metrics-bind-address, --webhook-bind-address, ...
     #[command(flatten)]
     manager: ManagerArgs,
+    // TODO(user): your own flags, e.g.
+    // #[arg(long, env = "MAX_GUESTS", default_value_t = 10)]
+    // max_guests: u32,
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    manager::main("{{project_name}}", cli.manager, async |mgr: &mut Manager| {
-        // Each controller: its informers, work queue and workers, run by the manager.
+    // Logging, signals and the Tokio runtime, then `Manager::new`, this set-up, and
+    // `Manager::run` until SIGTERM.
+    manager::main(NAME, cli.manager, async |mgr: &mut Manager| {
         // +kcr:scaffold:controllers
-        // The admission webhooks, served with --webhook-bind-address (deploy/ sets it).
-        {{crate_name}}::webhook::register(mgr.webhook_server())?;
-        Ok::<(), anyhow::Error>(())
+
+        // The webhooks need a serving certificate, so they are served only when
+        // --webhook-bind-address is set (the Deployment in a cluster sets it).
+        if mgr
+            .args()
+            .webhook
+            .webhook_bind_address
+            .host_port()
+            .is_some()
+        {
+            // +kcr:scaffold:webhooks
+        }
+        Ok(())
     })
 }
 
@@ -35,10 +58,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flags_are_the_managers() {
-        let cli = Cli::try_parse_from(["{{project_name}}", "--namespace", "demo", "--workers", "4"])
-            .unwrap();
-        assert_eq!(cli.manager.run.namespace.as_deref(), Some("demo"));
-        assert_eq!(cli.manager.run.workers, 4);
+    fn the_flags_are_the_managers() {
+        let cli = Cli::try_parse_from(["{{project_name}}", "--namespace", "default"]).unwrap();
+        assert_eq!(cli.manager.run.namespace.as_deref(), Some("default"));
+        assert!(
+            cli.manager
+                .webhook
+                .webhook_bind_address
+                .host_port()
+                .is_none()
+        );
     }
 }

@@ -1,1 +1,0 @@
-// TODO template webhook/defaulter.rs.tpl

@@ -1,1 +1,0 @@
-// TODO template webhook/e2e_head.rs.tpl

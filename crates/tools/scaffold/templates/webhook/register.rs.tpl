@@ -1,1 +1,0 @@
-// TODO template webhook/register.rs.tpl

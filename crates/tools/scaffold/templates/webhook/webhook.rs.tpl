@@ -1,0 +1,225 @@
+//! The {{kind}} webhooks (`kcr create webhook --group {{group}} --version {{version}} --kind
+//! {{kind}}`).
+//!
+// kcr:if defaulting
+//! - [`{{kind}}Defaulter`]: an empty `spec.title` becomes the {{kind}}'s name, an
+//!   empty `spec.maxEntries` becomes [`DEFAULT_MAX_ENTRIES`].
+// kcr:end
+// kcr:if validation
+//! - [`{{kind}}Validator`]: `spec.maxEntries` must be between [`MIN_MAX_ENTRIES`]
+//!   and [`MAX_MAX_ENTRIES`].
+// kcr:end
+//!
+//! A rule as simple as that range could also be a schema rule on the field
+//! (`#[schemars(range(min = 1, max = 1000))]`), enforced without a webhook; keep the
+//! webhook for what a schema cannot say: rules across fields, immutable fields, rules
+//! that read other objects (from a lister, never with an API call per admission).
+//!
+//! ```
+//! use {{crate_name}}::api::{{api_module}}::{{{kind}}, {{kind}}Spec};
+//! let mut {{kind_snake}} = {{kind}}::new("party", {{kind}}Spec::default());
+// kcr:if defaulting
+//! use {{crate_name}}::webhook::{{kind_snake}}::{{kind}}Defaulter;
+//! use webhook::Defaulter;
+//! {{kind}}Defaulter.default(&mut {{kind_snake}}).unwrap();
+//! assert_eq!({{kind_snake}}.spec.title.as_deref(), Some("party"));
+//! assert_eq!({{kind_snake}}.spec.max_entries, Some(100));
+// kcr:end
+// kcr:if validation
+//! use {{crate_name}}::webhook::{{kind_snake}}::{{kind}}Validator;
+//! use webhook::Validator;
+//! {{kind_snake}}.spec.max_entries = Some(0);
+//! let denied = {{kind}}Validator.validate_create(&{{kind_snake}}).unwrap_err();
+//! assert_eq!(denied.message, "spec.maxEntries: Invalid value: 0: must be between 1 and 1000");
+// kcr:end
+//! ```
+
+use webhook::{Denied, WebhookServer};
+// kcr:if defaulting
+use webhook::Defaulter;
+// kcr:end
+// kcr:if validation
+use webhook::{Validator, Warnings};
+// kcr:end
+
+use crate::api::{{api_module}}::{{kind}};
+
+// kcr:if defaulting
+/// What an empty `spec.maxEntries` becomes.
+pub const DEFAULT_MAX_ENTRIES: i32 = 100;
+// kcr:end
+// kcr:if validation
+/// The smallest `spec.maxEntries` admitted.
+pub const MIN_MAX_ENTRIES: i32 = 1;
+/// The largest `spec.maxEntries` admitted.
+pub const MAX_MAX_ENTRIES: i32 = 1000;
+// kcr:end
+
+/// Registers the {{kind}} webhooks on `server` (controller-runtime's
+/// `Setup{{kind}}WebhookWithManager`); returns the paths they are served at.
+pub fn register(server: &mut WebhookServer) -> webhook::Result<Vec<String>> {
+    Ok(vec![
+// kcr:if defaulting
+        server.register_defaulter::<{{kind}}, _>({{kind}}Defaulter)?,
+// kcr:end
+// kcr:if validation
+        server.register_validator::<{{kind}}, _>({{kind}}Validator)?,
+// kcr:end
+    ])
+}
+
+// kcr:if defaulting
+/// Fills in the {{kind}}'s defaults (controller-runtime's `CustomDefaulter`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct {{kind}}Defaulter;
+
+impl Defaulter<{{kind}}> for {{kind}}Defaulter {
+    /// Called on every create and update. Must be idempotent: the API server may call
+    /// it more than once for one request.
+    fn default(&self, {{kind_snake}}: &mut {{kind}}) -> Result<(), Denied> {
+        // TODO(user): fill in your defaults.
+        if {{kind_snake}}
+            .spec
+            .title
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty()
+        {
+            {{kind_snake}}.spec.title = {{kind_snake}}.metadata.name.clone();
+        }
+        if {{kind_snake}}.spec.max_entries.is_none() {
+            {{kind_snake}}.spec.max_entries = Some(DEFAULT_MAX_ENTRIES);
+        }
+        Ok(())
+    }
+}
+
+// kcr:end
+// kcr:if validation
+/// Decides whether a {{kind}} is admitted (controller-runtime's `CustomValidator`).
+/// `Ok(warnings)` admits it (`kubectl` prints the warnings), `Err(denied)` refuses it
+/// with the denial's message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct {{kind}}Validator;
+
+impl {{kind}}Validator {
+    /// The rules every {{kind}} must follow, new or changed.
+    fn validate(&self, {{kind_snake}}: &{{kind}}) -> Result<Warnings, Denied> {
+        // TODO(user): your rules. Name the field and the value, as the API server's
+        // own messages do: "spec.<field>: Invalid value: <value>: <why>".
+        if let Some(n) = {{kind_snake}}.spec.max_entries
+            && !(MIN_MAX_ENTRIES..=MAX_MAX_ENTRIES).contains(&n)
+        {
+            return Err(Denied::invalid(format!(
+                "spec.maxEntries: Invalid value: {n}: must be between {MIN_MAX_ENTRIES} and {MAX_MAX_ENTRIES}"
+            )));
+        }
+        Ok(Warnings::new())
+    }
+}
+
+impl Validator<{{kind}}> for {{kind}}Validator {
+    fn validate_create(&self, {{kind_snake}}: &{{kind}}) -> Result<Warnings, Denied> {
+        self.validate({{kind_snake}})
+    }
+
+    fn validate_update(&self, _old: &{{kind}}, new: &{{kind}}) -> Result<Warnings, Denied> {
+        // TODO(user): rules on changes (an immutable field: compare `_old` and `new`).
+        self.validate(new)
+    }
+}
+
+// kcr:end
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{{api_module}}::{{kind}}Spec;
+// kcr:if defaulting
+    use serde_json::json;
+    use webhook::{DefaultingHandler, Handler, Request};
+// kcr:end
+
+    fn {{kind_snake}}(max_entries: Option<i32>) -> {{kind}} {
+        let spec = {{kind}}Spec {
+            title: None,
+            max_entries,
+        };
+        {{kind}}::new("party", spec)
+    }
+
+// kcr:if defaulting
+    #[test]
+    fn empty_fields_are_defaulted_and_set_ones_kept() {
+        let mut empty = {{kind_snake}}(None);
+        {{kind}}Defaulter.default(&mut empty).unwrap();
+        assert_eq!(empty.spec.title.as_deref(), Some("party"));
+        assert_eq!(empty.spec.max_entries, Some(DEFAULT_MAX_ENTRIES));
+
+        let mut set = {{kind_snake}}(Some(7));
+        set.spec.title = Some("Our party".into());
+        let before = set.clone();
+        {{kind}}Defaulter.default(&mut set).unwrap();
+        assert_eq!(set, before);
+    }
+
+// kcr:end
+// kcr:if validation
+    #[test]
+    fn max_entries_must_be_in_range() {
+        for ok in [None, Some(1), Some(100), Some(1000)] {
+            assert!(
+                {{kind}}Validator.validate_create(&{{kind_snake}}(ok)).is_ok(),
+                "{ok:?}"
+            );
+        }
+        for bad in [0, -5, 1001] {
+            let denied = {{kind}}Validator
+                .validate_create(&{{kind_snake}}(Some(bad)))
+                .unwrap_err();
+            assert_eq!(denied.code, 422);
+            assert_eq!(
+                denied.message,
+                format!("spec.maxEntries: Invalid value: {bad}: must be between 1 and 1000")
+            );
+        }
+        let denied = {{kind}}Validator
+            .validate_update(&{{kind_snake}}(Some(5)), &{{kind_snake}}(Some(0)))
+            .unwrap_err();
+        assert!(denied.message.starts_with("spec.maxEntries"), "{denied:?}");
+    }
+
+// kcr:end
+// kcr:if defaulting
+    /// The defaulter as the API server sees it: an AdmissionReview in, a JSON patch out.
+    #[test]
+    fn the_defaulting_handler_answers_with_a_patch() {
+        let request = Request::from_review(json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "b7e1",
+                "kind": {"group": "{{api_group}}", "version": "{{version}}", "kind": "{{kind}}"},
+                "resource": {"group": "{{api_group}}", "version": "{{version}}", "resource": "{{plural}}"},
+                "operation": "CREATE",
+                "userInfo": {"username": "alice"},
+                "object": {
+                    "apiVersion": "{{api_group}}/{{version}}",
+                    "kind": "{{kind}}",
+                    "metadata": {"name": "party", "namespace": "default"},
+                    "spec": {"title": "Our party"},
+                },
+            },
+        }))
+        .unwrap();
+        let response = DefaultingHandler::new({{kind}}Defaulter).handle(&request);
+        assert!(response.allowed);
+        assert_eq!(response.uid, "b7e1");
+        let patch: serde_json::Value =
+            serde_json::from_slice(response.patch.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/spec/maxEntries", "value": 100}])
+        );
+    }
+// kcr:end
+}

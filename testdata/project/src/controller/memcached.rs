@@ -1,0 +1,593 @@
+//! The Memcached controller: kubebuilder's deploy-image plugin
+//! (`kcr create api ... --image memcached:1.6-alpine --image-container-port 11211`),
+//! `internal/controller/memcached_controller.go`.
+//!
+//! A Memcached owns one Deployment of its name running the image (default
+//! [`DEFAULT_IMAGE`], or the environment variable [`IMAGE_ENV`]) with `spec.size`
+//! replicas listening on `spec.containerPort`. [`MemcachedReconciler::reconcile`], step
+//! by step:
+//!
+//! 1. Read the Memcached from the cache. Gone, or being deleted? Nothing to do: its
+//!    Deployment has a controller owner reference to it, so the garbage collector
+//!    deletes the Deployment (no finalizer needed: nothing outside the cluster).
+//! 2. Check the spec. A bad one (`size < 0`) can only be fixed by the user: report it
+//!    (`Ready=False`, reason [`REASON_INVALID_SPEC`], a Warning Event) and stop, with
+//!    `Ok`: retrying would change nothing, and the user's fix triggers a new reconcile.
+//! 3. The Deployment ([`deployment_for_memcached`]), as found in the cache:
+//!    - absent: **create** it. If one of that name appeared meanwhile, the API server
+//!      answers 409 AlreadyExists and the request is retried;
+//!    - controlled by this Memcached: **server-side apply** the desired fields, with
+//!      `force`: a `kubectl scale` or edit of those fields is put back;
+//!    - anyone else's: never touched. Warning Event, `Ready=False`, and an error, so
+//!      the request is retried with backoff in case it goes away.
+//! 4. `Ready`: `True` once every replica is available, written only when it changes.
+//!
+//! Because [`setup`] declares `.owns::<Deployment>()`, a change to the Deployment (its
+//! pods becoming available, someone scaling it) reconciles the Memcached again.
+
+use std::collections::BTreeMap;
+
+use builder::{Action, Reconciler, Request};
+use cache::Lister;
+use controller::{ApiError, Freshness, is_controlled_by, new_controller_ref};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
+    SeccompProfile, SecurityContext,
+};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use manager::{Manager, ManagerError};
+use record::{EventRecorder, EventType};
+use tracing::{debug, info};
+
+use super::{CONDITION_READY, Error, find_status_condition, policy_rule, set_status_condition};
+use crate::api::memcached_v1alpha1::Memcached;
+
+/// The controller's name: in logs, metrics, `/readyz/memcached`, and the field manager
+/// of its writes.
+pub const CONTROLLER_NAME: &str = "memcached";
+
+/// The image the Deployment runs unless [`IMAGE_ENV`] names another.
+pub const DEFAULT_IMAGE: &str = "memcached:1.6-alpine";
+/// The environment variable that overrides [`DEFAULT_IMAGE`] (kubebuilder's
+/// `MEMCACHED_IMAGE`, set in the manager's Deployment).
+pub const IMAGE_ENV: &str = "MEMCACHED_IMAGE";
+
+/// `Ready=True` reason: every replica is available.
+pub const REASON_AVAILABLE: &str = "Available";
+/// `Ready=False` reason: the Deployment is rolling out.
+pub const REASON_PROGRESSING: &str = "Progressing";
+/// `Ready=False` reason and Warning Event reason: the spec cannot be honoured.
+pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+
+/// Adds the Memcached controller to `mgr`: controller-runtime's `SetupWithManager`,
+///
+/// ```text
+/// ctrl.NewControllerManagedBy(mgr).For(&cachev1alpha1.Memcached{}).Owns(&appsv1.Deployment{}).Complete(r)
+/// ```
+pub fn setup(mgr: &mut Manager) -> Result<(), ManagerError> {
+    let builder = mgr
+        .controller_managed_by(CONTROLLER_NAME)
+        .for_::<Memcached>()
+        .owns::<Deployment>();
+    let reconciler = MemcachedReconciler {
+        client: builder.client().clone(),
+        memcacheds: builder.lister(),
+        deployments: builder.lister(),
+        recorder: mgr.recorder(),
+        freshness: builder.freshness_guard(),
+        image: image_from_env(),
+    };
+    mgr.add(builder.complete(reconciler))
+}
+
+/// The image to run: [`IMAGE_ENV`] if set, else [`DEFAULT_IMAGE`].
+pub fn image_from_env() -> String {
+    std::env::var(IMAGE_ENV)
+        .ok()
+        .filter(|image| !image.is_empty())
+        .unwrap_or_else(|| DEFAULT_IMAGE.to_string())
+}
+
+/// The RBAC rules this controller needs, exactly (`cargo run --bin manifests` writes
+/// them to `deploy/rbac/role.yaml`).
+pub fn rbac() -> Vec<PolicyRule> {
+    vec![
+        // The informer (list, watch); the controller never writes spec or metadata.
+        policy_rule("cache.my.domain", "memcacheds", &["get", "list", "watch"]),
+        // The Ready condition, through the status subresource.
+        policy_rule("cache.my.domain", "memcacheds/status", &["update"]),
+        // The Deployment's owner reference blocks the Memcached's deletion
+        // (`blockOwnerDeletion`), which needs this where the
+        // OwnerReferencesPermissionEnforcement admission plugin is on.
+        policy_rule("cache.my.domain", "memcacheds/finalizers", &["update"]),
+        // The Deployment: its informer, create when missing, server-side apply.
+        policy_rule(
+            "apps",
+            "deployments",
+            &["get", "list", "watch", "create", "patch"],
+        ),
+        // Events, in both Event APIs (`--events-api`).
+        policy_rule("", "events", &["create", "patch"]),
+        policy_rule("events.k8s.io", "events", &["create", "patch"]),
+    ]
+}
+
+/// The labels of the Deployment and its pods; the Deployment selects its pods by them.
+pub fn labels_for_memcached(memcached: &Memcached) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "app.kubernetes.io/name".to_string(),
+            "memcached".to_string(),
+        ),
+        (
+            "app.kubernetes.io/instance".to_string(),
+            memcached.metadata.name.clone().unwrap_or_default(),
+        ),
+        (
+            "app.kubernetes.io/managed-by".to_string(),
+            CONTROLLER_NAME.to_string(),
+        ),
+    ])
+}
+
+/// The Deployment `memcached` asks for (kubebuilder's `deploymentForMemcached`): only
+/// the fields this controller owns, since server-side apply records exactly these as
+/// ours. Fails when `memcached` has no UID (it was not read from the API server).
+pub fn deployment_for_memcached(memcached: &Memcached, image: &str) -> Result<Deployment, Error> {
+    let labels = labels_for_memcached(memcached);
+    let container = Container {
+        name: "memcached".to_string(),
+        image: Some(image.to_string()),
+        image_pull_policy: Some("IfNotPresent".to_string()),
+        // TODO(user): the image's command and arguments, if its defaults do not fit:
+        // command: Some(vec!["...".to_string()]),
+        ports: Some(vec![ContainerPort {
+            // A port name is at most 15 characters (an IANA service name).
+            name: Some("memcached".to_string()),
+            container_port: memcached.spec.container_port,
+            // Part of the list's merge key under server-side apply: always set it.
+            protocol: Some("TCP".to_string()),
+            ..ContainerPort::default()
+        }]),
+        // The restricted Pod Security Standard. TODO(user): an image that must run as
+        // root (or bind a port below 1024) needs these relaxed.
+        security_context: Some(SecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(1001),
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_string()]),
+                ..Capabilities::default()
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    };
+    let pod = PodSpec {
+        containers: vec![container],
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_string(),
+                ..SeccompProfile::default()
+            }),
+            ..PodSecurityContext::default()
+        }),
+        ..PodSpec::default()
+    };
+    Ok(Deployment {
+        metadata: ObjectMeta {
+            name: memcached.metadata.name.clone(),
+            namespace: memcached.metadata.namespace.clone(),
+            labels: Some(labels.clone()),
+            // The Memcached controls the Deployment: the garbage collector deletes it
+            // with the Memcached, and `.owns::<Deployment>()` maps its events back.
+            owner_references: Some(vec![
+                new_controller_ref(memcached).map_err(Error::OwnerRef)?,
+            ]),
+            ..ObjectMeta::default()
+        },
+        spec: DeploymentSpec {
+            replicas: Some(memcached.spec.size),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod),
+            },
+            ..DeploymentSpec::default()
+        },
+        ..Deployment::default()
+    })
+}
+
+/// Reconciles Memcacheds; see the [module docs](self).
+pub struct MemcachedReconciler {
+    /// Writes go through this client.
+    pub client: kube::Client,
+    /// The Memcached informer's cache.
+    pub memcacheds: Lister<Memcached>,
+    /// The Deployment informer's cache.
+    pub deployments: Lister<Deployment>,
+    /// Events about Memcacheds.
+    pub recorder: EventRecorder,
+    /// The staleness guard of the controller's loop (the builder's `freshness_guard()`).
+    pub freshness: Option<Freshness>,
+    /// The image the Deployments run.
+    pub image: String,
+}
+
+impl Reconciler for MemcachedReconciler {
+    type Error = Error;
+
+    async fn reconcile(&self, request: &Request) -> Result<Action, Error> {
+        // 1. The Memcached, from the cache.
+        let memcached = match self
+            .memcacheds
+            .get(request.namespace_or_empty(), &request.name)
+        {
+            Ok(memcached) => memcached,
+            Err(err) if err.is_not_found() => {
+                debug!(%request, "Memcached is gone; the garbage collector deletes its Deployment");
+                return Ok(Action::Done);
+            }
+            Err(err) => return Err(err.into()),
+        };
+        if memcached.metadata.deletion_timestamp.is_some() {
+            return Ok(Action::Done);
+        }
+
+        // 2. A spec only the user can fix: say so, and wait for the fix.
+        if memcached.spec.size < 0 {
+            let message = format!("spec.size must be 0 or more, not {}", memcached.spec.size);
+            self.recorder.event(
+                &*memcached,
+                EventType::Warning,
+                REASON_INVALID_SPEC,
+                &message,
+            );
+            self.set_ready(&memcached, false, REASON_INVALID_SPEC, message)
+                .await?;
+            return Ok(Action::Done);
+        }
+
+        // 3. The Deployment. A failure is reported, then retried with backoff.
+        let deployment = match self.ensure_deployment(&memcached).await {
+            Ok(deployment) => deployment,
+            Err(err) => {
+                let message = err.user_message();
+                self.recorder
+                    .event(&*memcached, EventType::Warning, err.reason(), &message);
+                self.set_ready(&memcached, false, err.reason(), message)
+                    .await?;
+                return Err(err);
+            }
+        };
+
+        // 4. Ready once every replica is available.
+        let want = memcached.spec.size;
+        let status = deployment.status.unwrap_or_default();
+        let rolled_out = status.observed_generation >= deployment.metadata.generation;
+        let available = status.available_replicas.unwrap_or(0);
+        if rolled_out && available >= want {
+            let message = format!("{available} of {want} pods available");
+            self.set_ready(&memcached, true, REASON_AVAILABLE, message)
+                .await?;
+        } else {
+            let message =
+                format!("Waiting for the Deployment: {available} of {want} pods available");
+            self.set_ready(&memcached, false, REASON_PROGRESSING, message)
+                .await?;
+        }
+        Ok(Action::Done)
+    }
+}
+
+impl MemcachedReconciler {
+    /// Step 3 of the [module docs](self): creates, applies or refuses; returns the
+    /// Deployment as the API server has it now.
+    async fn ensure_deployment(&self, memcached: &Memcached) -> Result<Deployment, Error> {
+        let mut desired = deployment_for_memcached(memcached, &self.image)?;
+        let namespace = memcached.metadata.namespace.clone().unwrap_or_default();
+        let name = memcached.metadata.name.clone().unwrap_or_default();
+        // The typed client: protobuf on the wire for built-in kinds, as client-go's.
+        let api =
+            gentype::Client::<Deployment>::new(Api::namespaced(self.client.clone(), &namespace));
+        let written = match self.deployments.get(&namespace, &name) {
+            Ok(current) if !is_controlled_by(&*current, memcached) => {
+                return Err(Error::ResourceExists {
+                    kind: "Deployment",
+                    name,
+                });
+            }
+            Ok(current) => {
+                // The UID the cache saw: if the Deployment was replaced by someone
+                // else's since, the API server refuses the apply.
+                desired.metadata.uid = current.metadata.uid.clone();
+                let params = PatchParams::apply(CONTROLLER_NAME).force();
+                api.patch(&name, &params, &Patch::Apply(&desired))
+                    .await
+                    .map_err(|e| ApiError::new("apply Deployment", &namespace, &name, e))?
+            }
+            Err(err) if err.is_not_found() => {
+                info!(namespace, name, "creating Deployment");
+                let params = PostParams {
+                    field_manager: Some(CONTROLLER_NAME.to_string()),
+                    ..PostParams::default()
+                };
+                api.create(&params, &desired)
+                    .await
+                    .map_err(|e| ApiError::new("create Deployment", &namespace, &name, e))?
+            }
+            Err(err) => return Err(err.into()),
+        };
+        self.wrote(memcached, &written);
+        Ok(written)
+    }
+
+    /// Sets the `Ready` condition for the current generation and writes the status if
+    /// that changed it (status subresource, resourceVersion read: a 409 retries).
+    /// Records a `Ready` Event when the Memcached becomes ready.
+    async fn set_ready(
+        &self,
+        memcached: &Memcached,
+        ready: bool,
+        reason: &str,
+        message: String,
+    ) -> Result<(), Error> {
+        let condition = Condition {
+            type_: CONDITION_READY.to_string(),
+            status: if ready { "True" } else { "False" }.to_string(),
+            reason: reason.to_string(),
+            message,
+            observed_generation: memcached.metadata.generation,
+            last_transition_time: Time(Timestamp::now()),
+        };
+        let mut status = memcached.status.clone().unwrap_or_default();
+        let was_ready = find_status_condition(&status.conditions, CONDITION_READY)
+            .is_some_and(|c| c.status == "True");
+        if !set_status_condition(&mut status.conditions, condition) {
+            return Ok(());
+        }
+        let mut updated = memcached.clone();
+        updated.status = Some(status);
+        let namespace = memcached.metadata.namespace.as_deref().unwrap_or_default();
+        let name = memcached.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<Memcached> = Api::namespaced(self.client.clone(), namespace);
+        let params = PostParams {
+            field_manager: Some(CONTROLLER_NAME.to_string()),
+            ..PostParams::default()
+        };
+        let written = match api.replace_status(name, &params, &updated).await {
+            Ok(written) => written,
+            Err(e) => {
+                let err = ApiError::new("update Memcached status", namespace, name, e);
+                // Deleted since the cache saw it: nothing left to report on.
+                if err.is_not_found() {
+                    return Ok(());
+                }
+                return Err(err.into());
+            }
+        };
+        self.wrote(memcached, &written);
+        if ready && !was_ready {
+            self.recorder.event(
+                memcached,
+                EventType::Normal,
+                CONDITION_READY,
+                "Every memcached pod is available",
+            );
+        }
+        Ok(())
+    }
+
+    /// Tells the staleness guard (and the `/debug/pipeline` view) that reconciling
+    /// `memcached` wrote `obj`: the Memcached's next reconcile waits until the cache
+    /// has seen it.
+    fn wrote<K: kube::Resource + 'static>(&self, memcached: &Memcached, obj: &K) {
+        controller::record_write(obj);
+        if let Some(freshness) = &self.freshness {
+            let namespace = memcached.metadata.namespace.as_deref().unwrap_or_default();
+            let name = memcached.metadata.name.as_deref().unwrap_or_default();
+            freshness.wrote(&format!("{namespace}/{name}"), obj);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Unit tests on a fake API server: fill the caches by hand, reconcile once, check
+    //! the requests sent and the Events recorded.
+
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::api::memcached_v1alpha1::MemcachedSpec;
+    use cache::Indexer;
+    use controller::testing::FakeApi;
+    use k8s_openapi::api::apps::v1::DeploymentStatus;
+    use record::FakeRecorder;
+    use serde_json::Value;
+
+    /// A Memcached of `size` as the API server would have stored it.
+    fn stored_memcached(size: i32) -> Memcached {
+        let spec = MemcachedSpec {
+            size,
+            container_port: 11211,
+        };
+        let mut memcached = Memcached::new("sample", spec);
+        memcached.metadata.namespace = Some("default".into());
+        memcached.metadata.uid = Some("uid-sample".into());
+        memcached.metadata.resource_version = Some("7".into());
+        memcached.metadata.generation = Some(1);
+        memcached
+    }
+
+    /// One test's world: caches filled by hand, the fake API, the fake recorder.
+    struct Fixture {
+        memcacheds: Indexer<Memcached>,
+        deployments: Indexer<Deployment>,
+        api: FakeApi,
+        events: FakeRecorder,
+    }
+
+    impl Fixture {
+        fn with(memcached: Memcached) -> Self {
+            let f = Self {
+                memcacheds: Indexer::new(),
+                deployments: Indexer::new(),
+                api: FakeApi::new(),
+                events: FakeRecorder::new(),
+            };
+            f.memcacheds.add("default/sample", Arc::new(memcached));
+            f
+        }
+
+        fn add_deployment(&self, deployment: Deployment) {
+            self.deployments.add("default/sample", Arc::new(deployment));
+        }
+
+        async fn reconcile(&self) -> Result<Action, Error> {
+            let reconciler = MemcachedReconciler {
+                client: self.api.client(),
+                memcacheds: Lister::new(self.memcacheds.clone()),
+                deployments: Lister::new(self.deployments.clone()),
+                recorder: self.events.recorder(),
+                freshness: None,
+                image: DEFAULT_IMAGE.to_string(),
+            };
+            reconciler
+                .reconcile(&Request::new(Some("default"), "sample"))
+                .await
+        }
+
+        /// The body of the first request described as `describe`.
+        fn body(&self, describe: &str) -> Value {
+            let action = self
+                .api
+                .actions()
+                .into_iter()
+                .find(|a| a.describe() == describe);
+            action
+                .and_then(|a| a.body)
+                .unwrap_or_else(|| panic!("no {describe} in {:?}", self.api.action_names()))
+        }
+
+        /// The Ready condition the reconcile wrote.
+        fn written_ready(&self) -> Value {
+            self.body("update memcacheds/status")["status"]["conditions"][0].clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_new_memcached_gets_its_deployment() {
+        let f = Fixture::with(stored_memcached(3));
+
+        f.reconcile().await.unwrap();
+
+        assert_eq!(
+            f.api.action_names(),
+            ["create deployments", "update memcacheds/status"]
+        );
+        let deployment = f.body("create deployments");
+        assert_eq!(deployment["metadata"]["name"], "sample");
+        assert_eq!(deployment["spec"]["replicas"], 3);
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "memcached:1.6-alpine");
+        assert_eq!(container["ports"][0]["containerPort"], 11211);
+        let owner = &deployment["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "Memcached");
+        assert_eq!(owner["apiVersion"], "cache.my.domain/v1alpha1");
+        assert_eq!(owner["uid"], "uid-sample");
+        assert_eq!(owner["controller"], true);
+        // Created just now: no pods yet.
+        let ready = f.written_ready();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["reason"], REASON_PROGRESSING);
+        assert_eq!(ready["observedGeneration"], 1);
+    }
+
+    #[tokio::test]
+    async fn an_owned_deployment_is_applied_and_ready_when_available() {
+        let memcached = stored_memcached(2);
+        let f = Fixture::with(memcached.clone());
+        let mut deployment = deployment_for_memcached(&memcached, DEFAULT_IMAGE).unwrap();
+        deployment.metadata.uid = Some("uid-deployment".into());
+        deployment.metadata.generation = Some(1);
+        f.add_deployment(deployment.clone());
+        // What the API server answers the apply with: the Deployment rolled out.
+        deployment.status = Some(DeploymentStatus {
+            observed_generation: Some(1),
+            available_replicas: Some(2),
+            ..DeploymentStatus::default()
+        });
+        f.api.respond_next(
+            "patch",
+            "deployments",
+            serde_json::to_value(&deployment).unwrap(),
+        );
+
+        f.reconcile().await.unwrap();
+
+        assert_eq!(
+            f.api.action_names(),
+            ["patch deployments", "update memcacheds/status"]
+        );
+        let apply = &f.api.actions()[0];
+        assert_eq!(apply.query_param("fieldManager"), Some(CONTROLLER_NAME));
+        assert_eq!(apply.query_param("force"), Some("true"));
+        assert_eq!(
+            apply.body.as_ref().unwrap()["metadata"]["uid"],
+            "uid-deployment"
+        );
+        let ready = f.written_ready();
+        assert_eq!(ready["status"], "True");
+        assert_eq!(ready["reason"], REASON_AVAILABLE);
+        assert_eq!(
+            f.events.events(),
+            ["Normal Ready Every memcached pod is available"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_negative_size_is_reported_not_retried() {
+        let f = Fixture::with(stored_memcached(-1));
+
+        assert_eq!(f.reconcile().await.unwrap(), Action::Done);
+
+        assert_eq!(f.api.action_names(), ["update memcacheds/status"]);
+        let ready = f.written_ready();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["reason"], REASON_INVALID_SPEC);
+        assert_eq!(
+            f.events.events(),
+            ["Warning InvalidSpec spec.size must be 0 or more, not -1"]
+        );
+    }
+
+    #[tokio::test]
+    async fn someone_elses_deployment_is_never_touched() {
+        let f = Fixture::with(stored_memcached(1));
+        let mut foreign = Deployment::default();
+        foreign.metadata.name = Some("sample".into());
+        foreign.metadata.namespace = Some("default".into());
+        f.add_deployment(foreign);
+
+        let err = f.reconcile().await.unwrap_err();
+
+        assert!(matches!(err, Error::ResourceExists { .. }), "{err}");
+        assert_eq!(f.api.action_names(), ["update memcacheds/status"]);
+        assert_eq!(f.written_ready()["reason"], "ErrResourceExists");
+        assert_eq!(f.events.events().len(), 1);
+        assert!(f.events.events()[0].starts_with("Warning ErrResourceExists"));
+    }
+}
