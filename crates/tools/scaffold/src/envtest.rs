@@ -40,7 +40,9 @@ pub fn envtest(project_dir: &Path) -> Result<String, ScaffoldError> {
     let status = Command::new("bash")
         .arg(&script)
         .arg("build")
-        .stdout(Stdio::inherit())
+        // Its output is progress: to stderr, so that stdout holds only the exports
+        // (`eval "$(kcr envtest)"`).
+        .stdout(Stdio::from(std::io::stderr()))
         .stderr(Stdio::inherit())
         .status()
         .map_err(|e| ScaffoldError::io(&script, e))?;
