@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The scaffold, end to end: what a developer does with `kcr`, run for real.
 #
-#   hack/e2e-scaffold.sh        (KCR: the kcr binary; default: the one build's)
+#   hack/e2e-scaffold.sh [build|test|all] [DIR]     (default: all, in a temp dir)
+#
+#   build   steps 1-3 into DIR/guestbook (the binary lands in $CARGO_TARGET_DIR/debug/guestbook;
+#           hack/e2e-real-node.sh runs it on the real node when SCAFFOLD_PROJECT names it)
+#   test    steps 4-5 on DIR/guestbook as `build` left it
+# KCR: the kcr binary (default: the one build's).
 #
 #  1. testdata/generate.sh in a temp dir: kcr init, create api (Guestbook), create api
 #     --image (Memcached), create webhook (Guestbook), on this checkout's runtime crates
@@ -29,19 +34,30 @@ T0=$SECONDS
 log() { printf '[e2e-scaffold %3ds] %s\n' $((SECONDS - T0)) "$*" >&2; }
 fail() { printf '[e2e-scaffold] FAIL: %s\n' "$*" >&2; exit 1; }
 
+what=${1:-all}
+case $what in build | test | all) ;; *) fail "usage: $0 [build|test|all] [DIR]" ;; esac
 [ -x "$KCR" ] || fail "no kcr binary at $KCR (cargo build -p kcr, or set KCR)"
-work=$(mktemp -d "${TMPDIR:-/tmp}/e2e-scaffold.XXXXXX")
-[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+if [ -n "${2:-}" ]; then
+  work=$2
+  mkdir -p "$work"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/e2e-scaffold.XXXXXX")
+  [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+fi
 project=$work/guestbook
 
+build() {
+
 # --- 1. the scaffold ----------------------------------------------------------------------
+rm -rf "$project"
 bash testdata/generate.sh "$KCR" "$project" "$REPO_ROOT" 2>"$work/kcr.log" ||
   { cat "$work/kcr.log" >&2; fail "testdata/generate.sh"; }
 log "scaffolded $project"
 
 # --- 2., 3. build, and the manifests against the golden ones ----------------------------------
 cp Cargo.lock "$project/Cargo.lock"
-(cd "$project" && cargo run --quiet --bin manifests) || fail "cargo run --bin manifests"
+(cd "$project" && cargo build --bins && cargo run --quiet --bin manifests) ||
+  fail "cargo build, cargo run --bin manifests"
 log "built; manifests written"
 golden=testdata/project
 stale=()
@@ -56,6 +72,10 @@ done
 [ ${#stale[@]} = 0 ] || fail "the project's manifests differ from $golden (UPDATE_GOLDEN=1 to accept): ${stale[*]}"
 log "manifests equal $golden's"
 
+}
+
+test_project() {
+[ -f "$project/deploy/rbac/role.yaml" ] || fail "$project is not built: run $0 build first"
 # --- 4., 5. its own test script; deploy/ against the real API server --------------------------
 CM_DIR=$(cd hack/tools/node && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | jq -r .Dir)
 PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR bash hack/with-control-plane.sh bash -c '
@@ -74,3 +94,10 @@ PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR bash hack/with-control-plane.sh bas
   k apply -k deploy/ --dry-run=server
 ' || fail "the generated project's tests or its deploy/ dry run"
 log "passed: the project's hack/test.sh and kubectl apply -k deploy/ --dry-run=server"
+}
+
+case $what in
+build) build ;;
+test) test_project ;;
+all) build && test_project ;;
+esac
