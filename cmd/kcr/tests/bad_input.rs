@@ -346,6 +346,27 @@ fn webhook_flags() {
 }
 
 #[test]
+fn a_cluster_scoped_kind_is_not_scaffolded_yet() {
+    let dir = project();
+    refused(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--namespaced",
+            "false",
+        ],
+        &["--namespaced false", "namespaced kinds only"],
+    );
+}
+
+#[test]
 fn image_flags() {
     let dir = project();
     refused(

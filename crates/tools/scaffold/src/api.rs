@@ -60,6 +60,11 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
             "a port number from 1 to 65535",
         ));
     }
+    if !options.namespaced {
+        return Err(ScaffoldError::Usage(
+            "--namespaced false: this kcr scaffolds namespaced kinds only (its controller, tests and sample are written for a namespace); create the kind namespaced, or write a cluster-scoped one by hand (`#[kube(...)]` without `namespaced`)".into(),
+        ));
+    }
     if !options.resource {
         return Err(ScaffoldError::Usage(
             "the scaffolded controller reconciles this project's own type: pass --resource (controllers for built-in kinds are written by hand with the builder)".into(),
@@ -174,11 +179,6 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
 pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
     let mut vars = project_vars(project);
     let kind_snake = snake_case(&resource.kind);
-    let scope = if resource.namespaced {
-        "Namespaced"
-    } else {
-        "Cluster"
-    };
     vars.set("group", resource.group.clone())
         .set("api_group", resource.api_group())
         .set("api_group_dashed", resource.api_group().replace('.', "-"))
@@ -198,15 +198,6 @@ pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
         .set("kind_upper", kind_snake.to_ascii_uppercase())
         .set("plural", resource.plural.clone())
         .set("api_module", format!("{kind_snake}_{}", resource.version))
-        .set("scope", scope)
-        .set(
-            "namespaced_attr",
-            if resource.namespaced {
-                "namespaced, "
-            } else {
-                ""
-            },
-        )
         .set("image", resource.image.clone().unwrap_or_default())
         .set(
             "container_port",
