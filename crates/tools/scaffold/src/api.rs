@@ -161,6 +161,13 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
             "// +kcr:scaffold:controllers",
             vars.render("{{crate_name}}::controller::{{kind_snake}}::setup(mgr)?;"),
         );
+        if image {
+            // Its unit tests in a file of their own (`mod tests;`): the controller stays short.
+            plan.create(
+                format!("src/controller/{module}/tests.rs"),
+                vars.render(IMAGE_CONTROLLER_TESTS),
+            );
+        }
         let e2e = if image { IMAGE_E2E } else { E2E };
         plan.create(format!("tests/e2e/{module}.rs"), vars.render(e2e));
         plan.insert(
@@ -217,6 +224,7 @@ const EDITOR_ROLE: &str = include_str!("../templates/api/editor_role.yaml.tpl");
 const VIEWER_ROLE: &str = include_str!("../templates/api/viewer_role.yaml.tpl");
 const IMAGE_TYPES: &str = include_str!("../templates/image/types.rs.tpl");
 const IMAGE_CONTROLLER: &str = include_str!("../templates/image/controller.rs.tpl");
+const IMAGE_CONTROLLER_TESTS: &str = include_str!("../templates/image/controller_tests.rs.tpl");
 const IMAGE_E2E: &str = include_str!("../templates/image/e2e.rs.tpl");
 const IMAGE_SAMPLE: &str = include_str!("../templates/image/sample.yaml.tpl");
 
@@ -266,6 +274,7 @@ mod tests {
             VIEWER_ROLE,
             IMAGE_TYPES,
             IMAGE_CONTROLLER,
+            IMAGE_CONTROLLER_TESTS,
             IMAGE_E2E,
             IMAGE_SAMPLE,
         ] {
