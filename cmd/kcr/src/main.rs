@@ -20,7 +20,12 @@ use scaffold::{ApiOptions, Applied, InitOptions, RuntimeSource, WebhookOptions};
 /// Scaffold a Kubernetes operator on the kube-controllers-rs runtime, as kubebuilder does
 /// for controller-runtime.
 #[derive(Debug, Parser)]
-#[command(name = "kcr", version, about, after_help = EXAMPLES)]
+#[command(
+    name = "kcr",
+    version,
+    about = "Scaffold a Kubernetes operator on the kube-controllers-rs runtime, as kubebuilder does for controller-runtime",
+    after_help = EXAMPLES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -7,7 +7,7 @@
 //! cargo run -- --help                                      # every flag
 //! ```
 //!
-//! Install the CRDs first: `kubectl apply --server-side -f deploy/crd/`.
+//! Install the CRDs first: `kubectl apply -k deploy/crd` (after `cargo run --bin manifests`).
 
 #![forbid(unsafe_code)]
 

@@ -45,7 +45,7 @@ pub enum ScaffoldError {
     },
     /// `create api` for a kind the project already has.
     #[error(
-        "kind {kind} already exists in this project ({group}/{version}): choose another --kind"
+        "kind {kind} already exists in this project ({group}/{version}): choose another --kind (a second version of a kind needs conversion between versions, which kcr does not scaffold yet)"
     )]
     KindExists {
         /// The kind.

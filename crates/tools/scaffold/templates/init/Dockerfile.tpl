@@ -1,14 +1,13 @@
-# The {{project_name}} image: built with cargo, run as a static-enough binary on a
-# minimal base as a non-root user (deploy/manager/manager.yaml runs it as 65532).
-FROM rust:1.95-bookworm AS build
-WORKDIR /src
-COPY . .
-RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/src/target \
-    cargo build --release --bin {{project_name}} \
- && install -D target/release/{{project_name}} /out/{{project_name}}
-
+# The {{project_name}} image: the binary cargo built on this machine, on a minimal base
+# with glibc and CA certificates, as a non-root user (deploy/manager/manager.yaml runs
+# it as 65532). Build the binary first, then the image:
+#
+#   cargo build --release --bin {{project_name}}
+#   docker build -t {{repo}}:dev .
+#
+# The binary is built outside the image because the runtime crates may be path
+# dependencies (`kcr init --runtime-path`), which a build inside the image cannot see.
 FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=build /out/{{project_name}} /usr/local/bin/{{project_name}}
+COPY target/release/{{project_name}} /usr/local/bin/{{project_name}}
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/{{project_name}}"]

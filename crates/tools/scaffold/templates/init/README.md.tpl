@@ -14,14 +14,20 @@ controller-runtime's builder, manager and webhooks, in Rust.
 ## Deploy it
 
 ```sh
-docker build -t {{repo}}:dev .                  # or any image builder
+cargo build --release --bin {{project_name}}
+docker build -t {{repo}}:dev .                   # the image deploy/ names; push it, or load
+                                                 # it into the cluster's nodes (kind load ...)
 cargo run --bin manifests                        # CRDs and RBAC from the code
 kubectl apply -k deploy/                         # namespace {{project_name}}-system
+kubectl -n {{project_name}}-system wait --for=condition=Available \
+  deployment/{{project_name}}-controller-manager --timeout=3m
 kubectl apply -k deploy/samples/                 # one object of each kind
 ```
 
-With webhooks, deploy/ expects cert-manager to issue the serving certificate and inject
-its CA (deploy/certmanager/).
+With webhooks, deploy/ expects cert-manager (https://cert-manager.io) to issue the
+serving certificate and inject its CA (deploy/certmanager/): install it first. Until the
+manager is Available and the CA is injected, the API server refuses writes of the kinds
+with webhooks (`failurePolicy: Fail`), so wait as above before applying the samples.
 
 ## Layout
 
