@@ -14,7 +14,8 @@
 #  2. the project builds, sharing this workspace's cargo target directory and lock file
 #     (Cargo.lock copied in: the same versions, so the dependencies are not built again);
 #  3. its `cargo run --bin manifests` writes exactly testdata/project's CRDs and
-#     ClusterRole (the golden manifests; UPDATE_GOLDEN=1 rewrites them);
+#     ClusterRole (the golden manifests; UPDATE_GOLDEN=1 rewrites them); then a fourth,
+#     cluster-scoped kind (`kcr create api --namespaced false`) is added beside them;
 #  4. its own hack/test.sh passes, as a user runs it: fmt, clippy -D warnings, manifests
 #     --check, `kcr envtest`, the unit tests (fake API) and the e2e tests on a real control
 #     plane (a Guestbook becomes Ready, a Memcached gets its Deployment, a bad Guestbook
@@ -71,6 +72,12 @@ for f in $(cd "$project" && find deploy/crd deploy/rbac/role.yaml -name '*.yaml'
 done
 [ ${#stale[@]} = 0 ] || fail "the project's manifests differ from $golden (UPDATE_GOLDEN=1 to accept): ${stale[*]}"
 log "manifests equal $golden's"
+# A cluster-scoped kind beside the golden ones (its controller, unit and e2e tests are the
+# `--namespaced false` variants), so step 4 builds and runs them too.
+(cd "$project" && "$KCR" create api --group policy --version v1beta1 --kind ClusterPolicy \
+  --namespaced false 2>>"$work/kcr.log" && cargo build --bins && cargo run --quiet --bin manifests) ||
+  fail "a cluster-scoped kind: kcr create api --namespaced false, build, manifests"
+log "a cluster-scoped kind added (ClusterPolicy)"
 
 }
 

@@ -346,7 +346,7 @@ fn webhook_flags() {
 }
 
 #[test]
-fn a_cluster_scoped_kind_is_not_scaffolded_yet() {
+fn a_cluster_scoped_kind_cannot_deploy_an_image() {
     let dir = project();
     refused(
         &dir.0,
@@ -354,15 +354,20 @@ fn a_cluster_scoped_kind_is_not_scaffolded_yet() {
             "create",
             "api",
             "--group",
-            "webapp",
+            "cache",
             "--version",
             "v1",
             "--kind",
-            "Blog",
+            "Memcached",
             "--namespaced",
             "false",
+            "--image",
+            "memcached:1.6",
         ],
-        &["--namespaced false", "namespaced kinds only"],
+        &[
+            "--image with --namespaced false",
+            "create the kind namespaced",
+        ],
     );
 }
 

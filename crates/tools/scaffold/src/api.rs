@@ -10,7 +10,7 @@ use crate::names::{
 };
 use crate::plan::{Applied, Plan};
 use crate::project::{PROJECT_FILE, Project, Resource};
-use crate::render::Vars;
+use crate::render::{Vars, sections};
 
 /// `kcr create api`'s flags.
 #[derive(Debug, Clone)]
@@ -60,9 +60,9 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
             "a port number from 1 to 65535",
         ));
     }
-    if !options.namespaced {
+    if !options.namespaced && options.image.is_some() {
         return Err(ScaffoldError::Usage(
-            "--namespaced false: this kcr scaffolds namespaced kinds only (its controller, tests and sample are written for a namespace); create the kind namespaced, or write a cluster-scoped one by hand (`#[kube(...)]` without `namespaced`)".into(),
+            "--image with --namespaced false: the Deployment the controller runs lives in its owner's namespace, and a cluster-scoped kind has none; create the kind namespaced".into(),
         ));
     }
     if !options.resource {
@@ -101,8 +101,17 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
 
     // The types, their CRD and who may use them.
     let api_module = vars.render("{{api_module}}");
+    // Namespaced or cluster-scoped: the template's `kcr:if namespaced` / `kcr:if cluster`
+    // sections.
+    let scope = [
+        ("namespaced", resource.namespaced),
+        ("cluster", !resource.namespaced),
+    ];
     let types = if image { IMAGE_TYPES } else { TYPES };
-    plan.create(format!("src/api/{api_module}.rs"), vars.render(types));
+    plan.create(
+        format!("src/api/{api_module}.rs"),
+        vars.render(&sections(types, &scope)),
+    );
     plan.insert(
         "src/api/mod.rs",
         "// +kcr:scaffold:api-modules",
@@ -144,7 +153,7 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
         let controller = if image { IMAGE_CONTROLLER } else { CONTROLLER };
         plan.create(
             format!("src/controller/{module}.rs"),
-            vars.render(controller),
+            vars.render(&sections(controller, &scope)),
         );
         plan.insert(
             "src/controller/mod.rs",
@@ -168,7 +177,11 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
                 vars.render(IMAGE_CONTROLLER_TESTS),
             );
         }
-        let e2e = if image { IMAGE_E2E } else { E2E };
+        let e2e = match (image, resource.namespaced) {
+            (true, _) => IMAGE_E2E,
+            (false, true) => E2E,
+            (false, false) => E2E_CLUSTER,
+        };
         plan.create(format!("tests/e2e/{module}.rs"), vars.render(e2e));
         plan.insert(
             "tests/e2e/main.rs",
@@ -219,6 +232,7 @@ pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
 const TYPES: &str = include_str!("../templates/api/types.rs.tpl");
 const CONTROLLER: &str = include_str!("../templates/api/controller.rs.tpl");
 const E2E: &str = include_str!("../templates/api/e2e.rs.tpl");
+const E2E_CLUSTER: &str = include_str!("../templates/api/e2e_cluster.rs.tpl");
 const SAMPLE: &str = include_str!("../templates/api/sample.yaml.tpl");
 const EDITOR_ROLE: &str = include_str!("../templates/api/editor_role.yaml.tpl");
 const VIEWER_ROLE: &str = include_str!("../templates/api/viewer_role.yaml.tpl");
@@ -269,6 +283,7 @@ mod tests {
             TYPES,
             CONTROLLER,
             E2E,
+            E2E_CLUSTER,
             SAMPLE,
             EDITOR_ROLE,
             VIEWER_ROLE,
@@ -279,7 +294,8 @@ mod tests {
             IMAGE_SAMPLE,
         ] {
             // Panics on a placeholder without a value.
-            let out = vars.render(template);
+            let flags = [("namespaced", true), ("cluster", false)];
+            let out = vars.render(&sections(template, &flags));
             assert!(!out.contains("{{kind}}"));
         }
         assert_eq!(

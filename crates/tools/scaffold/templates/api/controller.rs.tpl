@@ -201,7 +201,12 @@ impl {{kind}}Reconciler {
         finalizers: Vec<String>,
     ) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, Error> {
         let (namespace, name) = namespace_and_name({{kind_snake}});
+// kcr:if namespaced
         let api: Api<{{kind}}> = Api::namespaced(self.client.clone(), namespace);
+// kcr:end
+// kcr:if cluster
+        let api: Api<{{kind}}> = Api::all(self.client.clone());
+// kcr:end
         let patch = json!({
             "metadata": {
                 "finalizers": finalizers,
@@ -240,7 +245,12 @@ impl {{kind}}Reconciler {
         }
         {{kind_snake}}.status = Some(status);
         let (namespace, name) = namespace_and_name(&{{kind_snake}});
+// kcr:if namespaced
         let api: Api<{{kind}}> = Api::namespaced(self.client.clone(), namespace);
+// kcr:end
+// kcr:if cluster
+        let api: Api<{{kind}}> = Api::all(self.client.clone());
+// kcr:end
         let params = PostParams {
             field_manager: Some(CONTROLLER_NAME.to_string()),
             ..PostParams::default()
@@ -274,7 +284,12 @@ impl {{kind}}Reconciler {
         let (namespace, name) = namespace_and_name({{kind_snake}});
         controller::record_write_version::<{{kind}}>(namespace, name, resource_version);
         if let (Some(freshness), Some(rv)) = (&self.freshness, resource_version) {
+// kcr:if namespaced
             freshness.wrote_version::<{{kind}}>(&format!("{namespace}/{name}"), rv);
+// kcr:end
+// kcr:if cluster
+            freshness.wrote_version::<{{kind}}>(name, rv);
+// kcr:end
         }
     }
 }
@@ -311,7 +326,9 @@ mod tests {
     /// A {{kind}} as the API server would have stored it.
     fn stored_{{kind_snake}}(name: &str) -> {{kind}} {
         let mut {{kind_snake}} = {{kind}}::new(name, {{kind}}Spec::default());
+// kcr:if namespaced
         {{kind_snake}}.metadata.namespace = Some("default".into());
+// kcr:end
         {{kind_snake}}.metadata.uid = Some(format!("uid-{name}"));
         {{kind_snake}}.metadata.resource_version = Some("7".into());
         {{kind_snake}}.metadata.generation = Some(2);
@@ -347,7 +364,12 @@ mod tests {
                 freshness: None,
             };
             reconciler
+// kcr:if namespaced
                 .reconcile(&Request::new(Some("default"), name))
+// kcr:end
+// kcr:if cluster
+                .reconcile(&Request::new(None::<String>, name))
+// kcr:end
                 .await
         }
     }

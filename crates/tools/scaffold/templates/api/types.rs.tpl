@@ -36,7 +36,9 @@ use serde::{Deserialize, Serialize};
     version = "{{version}}",
     kind = "{{kind}}",
     plural = "{{plural}}",
+// kcr:if namespaced
     namespaced,
+// kcr:end
     status = "{{kind}}Status",
     derive = "PartialEq",
     doc = "{{kind}} is the Schema for the {{plural}} API.",

@@ -1,0 +1,80 @@
+//! The {{kind}} controller on a real API server: a {{kind}} gets the finalizer and
+//! becomes Ready for its generation; deleting it waits for the controller to remove
+//! the finalizer, then the object is gone. {{kind}} is cluster-scoped: the object's name
+//! carries the test's namespace, so tests sharing the control plane never meet.
+
+use ::{{crate_name}}::api::{{api_module}}::{{{kind}}, {{kind}}Spec};
+use ::{{crate_name}}::controller::{{kind_snake}}::{FINALIZER, setup};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use testenv::{Check, TestEnv};
+
+use super::*;
+
+#[tokio::test]
+async fn a_{{kind_snake}}_becomes_ready_and_is_finalized_on_delete() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("{{kind_lower}}").await?;
+    install_crds(&env).await?;
+    let _manager = start_manager(&env, setup).await?;
+    let {{plural}}: Api<{{kind}}> = Api::all(env.client().clone());
+    let name = format!("{{kind_lower}}-{}", env.namespace());
+
+    // TODO(user): a {{kind}} with the fields your controller acts on.
+    let spec = {{kind}}Spec {
+        title: Some("Hello".into()),
+        max_entries: Some(10),
+    };
+    let created = {{plural}}
+        .create(
+            &PostParams::default(),
+            &{{kind}}::new(&name, spec),
+        )
+        .await?;
+
+    let ready = testenv::wait_for_object(
+        &{{plural}},
+        &name,
+        "{{kind}} Ready",
+        TIMEOUT,
+        |g: &{{kind}}| {
+            let conditions = g.status.clone().unwrap_or_default().conditions;
+            ready_for(&conditions, g.metadata.generation)
+        },
+        |g: &{{kind}}| format!("{g:?}"),
+    )
+    .await?;
+    assert_eq!(ready.metadata.generation, created.metadata.generation);
+    assert!(
+        ready
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == FINALIZER),
+        "{:?}",
+        ready.metadata.finalizers
+    );
+    // A cluster-scoped object's Events go to the `default` namespace.
+    let event = testenv::wait_for_event(
+        env.client(),
+        "default",
+        "{{kind}}",
+        &name,
+        "Ready",
+        TIMEOUT,
+    )
+    .await?;
+    assert_eq!(event.type_.as_deref(), Some("Normal"));
+
+    // Deleting: the API server only sets deletionTimestamp; the controller removes its
+    // finalizer, and then the {{kind}} is gone.
+    {{plural}}
+        .delete(&name, &DeleteParams::default())
+        .await?;
+    testenv::wait_for("the {{kind}} to be gone", TIMEOUT, || async {
+        let left = {{plural}}.get_opt(&name).await?;
+        Ok::<_, kube::Error>(Check::ready_if(left.is_none(), (), format!("{left:?}")))
+    })
+    .await?;
+    Ok(())
+}
