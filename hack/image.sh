@@ -5,6 +5,7 @@
 # all read.
 #
 #   hack/image.sh [controllers|pause|nginx|all]     (default: controllers)
+#   hack/image.sh operator BINARY IMAGE_NAME
 #
 #   controllers  kube-controllers-rs:dev: the three controller binaries on the runtime
 #                root filesystem of rootfs.sh (glibc, CA certificates, uid 65532), the
@@ -15,6 +16,14 @@
 #   nginx        nginx-debian:<Debian's version>: Debian's nginx on its libraries, serving
 #                /usr/share/nginx/html on port 80 like the official nginx image (what
 #                MyWeb's Deployment mounts its page into).
+#   operator     IMAGE_NAME: one operator binary (e.g. a `kcr` project's, such as
+#                testdata/project's guestbook) on the same root filesystem, at
+#                /usr/local/bin/<its file name>, user 65532, the binary as entrypoint:
+#                the project's Dockerfile (distroless cc, nonroot) made without a
+#                registry. IMAGE_NAME is what the project's deploy/ names (e.g.
+#                my.domain/guestbook:dev); a name without a registry is stored as the
+#                kubelet looks it up (guestbook:dev -> docker.io/library/guestbook:dev).
+#                The archive is <last path element of the name>.oci.tar.
 #
 # Knobs:
 #   IMAGE_OUT_DIR   where the archives go (default ~/.cache/kube-controllers-rs/images);
@@ -50,7 +59,8 @@ ensure_tools() {
 # the same image ID.
 build_image() {
   local name=$1 ctx=$2 archive
-  archive=$OUT_DIR/$(basename "${name%%:*}").oci.tar
+  archive=${name##*/}
+  archive=$OUT_DIR/${archive%%[:@]*}.oci.tar
   mkdir -p "$OUT_DIR"
   podman build -q --timestamp 0 -t "$name" -f "$ctx/Containerfile" "$ctx" >/dev/null
   rm -f "$archive"
@@ -74,6 +84,26 @@ controllers() {
   done
   cp "$REPO_ROOT/hack/image/Containerfile" "$ctx/Containerfile"
   build_image "docker.io/library/kube-controllers-rs:${IMAGE_TAG:-dev}" "$ctx"
+}
+
+# operator CONTEXT BINARY IMAGE_NAME
+operator() {
+  local ctx=$1 bin=$2 name=$3 b first
+  [ -f "$bin" ] && [ -x "$bin" ] || die "no executable binary at $bin"
+  b=$(basename "$bin")
+  # Docker's reference normalization (what the kubelet asks containerd for): a first
+  # element without a dot or a port, other than localhost, is a Docker Hub name.
+  [[ ${name##*/} == *[:@]* ]] || name=$name:latest
+  first=${name%%/*}
+  if [ "$first" = "$name" ]; then
+    name=docker.io/library/$name
+  elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then
+    name=docker.io/$name
+  fi
+  bash "$REPO_ROOT/hack/image/rootfs.sh" "$ctx/rootfs"
+  install -D -m 755 "$bin" "$ctx/bin/$b"
+  printf 'FROM scratch\nCOPY rootfs/ /\nCOPY bin/ /usr/local/bin/\nUSER 65532:65532\nENTRYPOINT ["/usr/local/bin/%s"]\n' "$b" >"$ctx/Containerfile"
+  build_image "$name" "$ctx"
 }
 
 pause() {
@@ -131,5 +161,9 @@ trap 'rm -rf "$work"' EXIT
 case $what in
 controllers | pause | nginx) mkdir -p "$work/$what" && "$what" "$work/$what" ;;
 all) for w in controllers pause nginx; do mkdir -p "$work/$w" && "$w" "$work/$w"; done ;;
+operator)
+  [ $# = 3 ] || die "usage: $0 operator BINARY IMAGE_NAME"
+  mkdir -p "$work/operator" && operator "$work/operator" "$2" "$3"
+  ;;
 *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
