@@ -3,11 +3,18 @@
 # into a real node (hack/node.sh), and deploy/ applied as a user applies it.
 #
 #   hack/e2e-real-node.sh          (as root; IMAGE_BIN_DIR as in hack/image.sh)
+#   SCAFFOLD_PROJECT=DIR hack/e2e-real-node.sh
+#                                  also step 9 on the `kcr` project in DIR, as
+#                                  `hack/e2e-scaffold.sh build` leaves it (DIR/guestbook);
+#                                  its binary is $CARGO_TARGET_DIR/debug/<projectName>
+#                                  unless SCAFFOLD_BIN names it
 #
 # What it shows, in order (each step fails the script with what it saw):
 #  1. the three kustomizations (`kubectl apply -k deploy/<binary>`) applied unmodified;
 #     the webhook certificates made by this script, as deploy/*/certificate.yaml says to do
-#     without cert-manager (a Secret, and the caBundle patched in); cert-manager's own
+#     without cert-manager (what cert-manager does for each Certificate object: a
+#     Secret for its dnsNames, and the caBundle patched into the webhook configurations
+#     whose inject-ca-from annotation names it); cert-manager's own
 #     Certificate and Issuer CRDs, from its Go module, so the kustomizations' Certificate
 #     objects are accepted (nothing acts on them);
 #  2. every Deployment Available: the Pods became Ready through their readiness probes;
@@ -31,6 +38,16 @@
 #     80 % (480 s); once the OLD token has expired (kube-apiserver answers 401 to it), a new
 #     Foo must still get its Deployment, which only a controller that re-read the file can
 #     create (docs/testing.md, "The real node").
+#  9. only with SCAFFOLD_PROJECT: a `kcr` project's operator, as its user deploys it. Its
+#     image built without a registry (`hack/image.sh operator`: its one binary on the same
+#     root filesystem, named as deploy/ names it, e.g. my.domain/guestbook:dev) and
+#     loaded with the others; its deploy/ applied unmodified (`kubectl apply -k`), the
+#     webhook certificate made as in 1.; its Deployment Available (readiness probe) and
+#     its leader Lease held by its Pod; the Guestbook sample (deploy/samples) Ready=True
+#     with the finalizer on it, then deleted (the finalizer removed by the controller); a
+#     Memcached's Deployment created; the defaulting webhook through its Service (a
+#     Guestbook without spec.title gets its name) and a bad Guestbook (spec.maxEntries:
+#     0) refused with the validator's message. On failure, its logs and Events too.
 # The node is torn down at the end (also on failure) and hack/node.sh check-clean must pass.
 set -euo pipefail
 
@@ -41,6 +58,10 @@ NS=kube-controllers
 # deploy/crds); the Helm template lines in them are dropped.
 CERT_MANAGER_VERSION=v1.18.2
 BINARIES=(sample-controller vm-controller myweb-operator)
+CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
+SCAFFOLD_PROJECT=${SCAFFOLD_PROJECT:-}
+# Step 9's operator (set once it is deployed: fail() then shows its logs and Events).
+OP_NS='' OP_DEPLOY=''
 T0=$SECONDS
 
 log() { printf '[e2e-real-node %3ds] %s\n' $((SECONDS - T0)) "$*" >&2; }
@@ -49,7 +70,14 @@ fail() {
   if [ -n "${KUBECONFIG:-}" ]; then
     "$KUBECTL" get pods -A -o wide >&2 || true
     "$KUBECTL" -n "$NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -20 >&2 || true
-    for b in "${BINARIES[@]}"; do "$KUBECTL" -n "$NS" logs "deploy/$b" --tail=15 2>/dev/null >&2 || true; done
+    for b in "${BINARIES[@]}"; do "$KUBECTL" -n "$NS" logs "deploy/$b" --tail=15 >&2 2>/dev/null || true; done
+    if [ -n "$OP_NS" ]; then
+      printf '[e2e-real-node] the operator of %s: Events in %s and default, its logs\n' "$SCAFFOLD_PROJECT" "$OP_NS" >&2
+      "$KUBECTL" -n "$OP_NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -20 >&2 || true
+      "$KUBECTL" -n default get events --sort-by=.lastTimestamp 2>/dev/null | tail -20 >&2 || true
+      "$KUBECTL" -n "$OP_NS" logs "deploy/$OP_DEPLOY" --previous --tail=30 >&2 2>/dev/null || true
+      "$KUBECTL" -n "$OP_NS" logs "deploy/$OP_DEPLOY" --tail=40 >&2 2>/dev/null || true
+    fi
   fi
   exit 1
 }
@@ -66,6 +94,28 @@ eventually() {
 }
 
 # --- images and the node --------------------------------------------------------------
+# Step 9's image first, so that a missing or wrong binary fails at once. The project's
+# name (its PROJECT file) names its binary; deploy/ names the image (the Deployment's
+# image after kustomize's `images:`).
+OP_ARCHIVES=()
+if [ -n "$SCAFFOLD_PROJECT" ]; then
+  [ -f "$SCAFFOLD_PROJECT/PROJECT" ] && [ -f "$SCAFFOLD_PROJECT/deploy/rbac/role.yaml" ] ||
+    fail "SCAFFOLD_PROJECT=$SCAFFOLD_PROJECT is not a built kcr project (hack/e2e-scaffold.sh build)"
+  OP_NAME=$(sed -n 's/^projectName: *//p' "$SCAFFOLD_PROJECT/PROJECT")
+  [ -n "$OP_NAME" ] || fail "no projectName in $SCAFFOLD_PROJECT/PROJECT"
+  OP_BIN=${SCAFFOLD_BIN:-${CARGO_TARGET_DIR:-$CACHE_ROOT/cargo-target}/debug/$OP_NAME}
+  # The target directory is shared: debug/<name> is whichever project of that name was
+  # built last. Its dep-info file (<binary>.d) names the sources it was built from.
+  if [ -z "${SCAFFOLD_BIN:-}" ]; then
+    grep -qF " $(cd "$SCAFFOLD_PROJECT" && pwd -P)/src/main.rs" "$OP_BIN.d" 2>/dev/null ||
+      fail "$OP_BIN was not built from $SCAFFOLD_PROJECT (its $OP_BIN.d: $(cut -d' ' -f2 "$OP_BIN.d" 2>/dev/null)...): build it there, or name the binary with SCAFFOLD_BIN"
+  fi
+  OP_IMAGE=$("$(bash hack/control-plane.sh bin-path kubectl)" kustomize "$SCAFFOLD_PROJECT/deploy" | sed -n 's/^ *image: *//p')
+  [ "$(wc -l <<<"$OP_IMAGE")" = 1 ] && [ -n "$OP_IMAGE" ] || fail "$SCAFFOLD_PROJECT/deploy: not one image: $OP_IMAGE"
+  log "image: $OP_IMAGE, $OP_BIN (hack/image.sh operator)"
+  OP_ARCHIVES=("$(bash hack/image.sh operator "$OP_BIN" "$OP_IMAGE")") || fail "hack/image.sh operator $OP_BIN $OP_IMAGE"
+  log "image $OP_IMAGE built: ${OP_ARCHIVES[0]}"
+fi
 log "images: kube-controllers-rs, nginx-debian, pause (hack/image.sh)"
 CONTROLLERS_ARCHIVE=$(bash hack/image.sh controllers)
 NGINX_ARCHIVE=$(bash hack/image.sh nginx)
@@ -87,7 +137,7 @@ bash hack/node.sh up --dir "$NODE_DIR" >/dev/null
 # shellcheck disable=SC1091
 . "$NODE_DIR/env"
 export KUBECONFIG
-bash hack/node.sh load --dir "$NODE_DIR" "$CONTROLLERS_ARCHIVE" "$NGINX_ARCHIVE"
+bash hack/node.sh load --dir "$NODE_DIR" "$CONTROLLERS_ARCHIVE" "$NGINX_ARCHIVE" "${OP_ARCHIVES[@]}"
 log "node $NODE_NAME Ready; images loaded"
 
 # --- 1. deploy/ as it is ----------------------------------------------------------------
@@ -96,30 +146,40 @@ for crd in certificates issuers; do sed '/{{/d' "$CM_DIR/deploy/crds/crd-$crd.ya
 k apply -f deploy/crds/ >/dev/null
 k wait --for=condition=Established crd --all --timeout=60s >/dev/null
 
-# make_webhook_cert BINARY: what certificate.yaml says to do without cert-manager.
+# make_webhook_cert NAMESPACE CERTIFICATE: what cert-manager would do for the applied
+# Certificate object (certificate.yaml says how without it): a self-signed certificate
+# for its spec.dnsNames in the kubernetes.io/tls Secret spec.secretName (the Secret the
+# Deployment mounts), and, the cainjector's part, that certificate in the caBundle of
+# every webhook of the configurations annotated cert-manager.io/inject-ca-from:
+# NAMESPACE/CERTIFICATE.
 make_webhook_cert() {
-  local b=$1 svc dir
-  svc=$b-webhook-service.$NS.svc
+  local ns=$1 cert=$2 secret dns dir san ca kind name patched=0
+  secret=$(k -n "$ns" get certificate "$cert" -o jsonpath='{.spec.secretName}')
+  dns=$(k -n "$ns" get certificate "$cert" -o jsonpath='{.spec.dnsNames[*]}')
+  [ -n "$secret" ] && [ -n "$dns" ] || fail "Certificate $ns/$cert: no secretName or dnsNames"
+  # shellcheck disable=SC2086 # one DNS name per word
+  san=$(printf 'DNS:%s,' $dns)
   dir=$(mktemp -d)
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout "$dir/tls.key" -out "$dir/tls.crt" \
-    -subj "/CN=$svc" -addext "subjectAltName=DNS:$svc,DNS:$svc.cluster.local" 2>/dev/null
-  k -n "$NS" create secret tls "$b-webhook-server-cert" --cert="$dir/tls.crt" --key="$dir/tls.key" >/dev/null
-  local kind name n i
+    -subj "/CN=${dns%% *}" -addext "subjectAltName=${san%,}" 2>/dev/null
+  k -n "$ns" create secret tls "$secret" --cert="$dir/tls.crt" --key="$dir/tls.key" >/dev/null
+  ca=$(base64 -w0 "$dir/tls.crt")
+  rm -rf "$dir"
   for kind in validatingwebhookconfiguration mutatingwebhookconfiguration; do
-    for name in $(k get "$kind" -l "app.kubernetes.io/name=$b" -o name); do
-      n=$(k get "$name" -o jsonpath='{.webhooks[*].name}' | wc -w)
-      for i in $(seq 0 $((n - 1))); do
-        k patch "$name" --type=json \
-          -p "[{\"op\":\"add\",\"path\":\"/webhooks/$i/clientConfig/caBundle\",\"value\":\"$(base64 -w0 "$dir/tls.crt")\"}]" >/dev/null
-      done
+    for name in $(k get "$kind" -o json | jq -r --arg from "$ns/$cert" \
+      '.items[] | select(.metadata.annotations["cert-manager.io/inject-ca-from"] == $from) | .metadata.name'); do
+      k get "$kind" "$name" -o json |
+        jq -c --arg ca "$ca" '[range(.webhooks | length) | {op: "add", path: "/webhooks/\(.)/clientConfig/caBundle", value: $ca}]' |
+        k patch "$kind" "$name" --type=json --patch-file=/dev/stdin >/dev/null
+      patched=$((patched + 1))
     done
   done
-  rm -rf "$dir"
+  [ $patched -gt 0 ] || fail "no webhook configuration is annotated cert-manager.io/inject-ca-from: $ns/$cert"
 }
 
 for b in "${BINARIES[@]}"; do
   k apply -k "deploy/$b" >/dev/null || fail "kubectl apply -k deploy/$b"
-  make_webhook_cert "$b"
+  make_webhook_cert "$NS" "$b-serving-cert"
 done
 log "deploy/{$(
   IFS=,
@@ -132,14 +192,15 @@ for b in "${BINARIES[@]}"; do
 done
 log "every Deployment Available (readiness probes passed)"
 
-# leader BINARY: the Pod holding BINARY's Lease (a holder identity starts with the Pod's
-# name, the hostname).
+# leader BINARY [NAMESPACE POD_SELECTOR]: the Pod holding BINARY's Lease (a holder
+# identity starts with the Pod's name, the hostname). Default: the Lease in $NS, the
+# Pods labelled app.kubernetes.io/name=BINARY.
 leader() {
-  local holder p
-  holder=$(k -n "$NS" get lease -o json | jq -r --arg b "$1" \
+  local holder p ns=${2:-$NS} selector=${3:-app.kubernetes.io/name=$1}
+  holder=$(k -n "$ns" get lease -o json | jq -r --arg b "$1" \
     '.items[] | select(.metadata.name | startswith($b)) | .spec.holderIdentity // empty' | head -1)
   [ -n "$holder" ] || return 1
-  for p in $(k -n "$NS" get pods -l "app.kubernetes.io/name=$1" -o jsonpath='{.items[*].metadata.name}'); do
+  for p in $(k -n "$ns" get pods -l "$selector" -o jsonpath='{.items[*].metadata.name}'); do
     case $holder in "$p"*) echo "$p"; return 0 ;; esac
   done
   return 1
@@ -325,3 +386,70 @@ EOF
   log "token rotation: the old token answers 401, the controller re-read the new one and created Deployment after-rotation"
 }
 if [ "${E2E_TOKEN_ROTATION:-0}" = 1 ]; then token_rotation; fi
+
+# --- 9. a kcr project's operator (SCAFFOLD_PROJECT) -------------------------------------------
+# Its names are kubebuilder's layout after kustomize's namespace and namePrefix
+# (<name>-system, <name>-controller-manager); the Lease is the manager's name.
+scaffold_operator() {
+  local t9=$SECONDS cert out i
+  OP_NS=$OP_NAME-system OP_DEPLOY=$OP_NAME-controller-manager
+  k apply -k "$SCAFFOLD_PROJECT/deploy" >/dev/null || fail "kubectl apply -k $SCAFFOLD_PROJECT/deploy"
+  k wait --for=condition=Established crd --all --timeout=60s >/dev/null
+  for cert in $(k -n "$OP_NS" get certificates -o jsonpath='{.items[*].metadata.name}'); do
+    make_webhook_cert "$OP_NS" "$cert"
+  done
+  log "$SCAFFOLD_PROJECT/deploy applied unmodified; webhook certificate made (Secret $(k -n "$OP_NS" get secrets --field-selector type=kubernetes.io/tls -o jsonpath='{.items[*].metadata.name}'))"
+  k -n "$OP_NS" rollout status "deploy/$OP_DEPLOY" --timeout=180s >/dev/null || fail "deployment $OP_NS/$OP_DEPLOY not Available"
+  local selector
+  selector=$(k -n "$OP_NS" get deploy "$OP_DEPLOY" -o json | jq -r '.spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")')
+  eventually 60 "a leader for $OP_NAME" leader "$OP_NAME" "$OP_NS" "$selector"
+  log "$OP_DEPLOY Available (readiness probe); leader $(leader "$OP_NAME" "$OP_NS" "$selector")"
+
+  # The sample. The first write through the webhooks may come before kube-proxy routes
+  # the Service to the new Pod: retried for a while, the last answer kept.
+  for i in $(seq 30); do
+    out=$(k -n default apply -f "$SCAFFOLD_PROJECT/deploy/samples/webapp_v1_guestbook.yaml" 2>&1) && break
+    [ "$i" -lt 30 ] || fail "the Guestbook sample was not admitted: $out"
+    sleep 1
+  done
+  local sample
+  sample=$(k -n default get -f "$SCAFFOLD_PROJECT/deploy/samples/webapp_v1_guestbook.yaml" -o jsonpath='{.metadata.name}')
+  k -n default wait --for=condition=Ready "guestbook/$sample" --timeout=60s >/dev/null ||
+    fail "Guestbook $sample not Ready=True: $(k -n default get guestbook "$sample" -o jsonpath='{.status}')"
+  [ "$(k -n default get guestbook "$sample" -o jsonpath='{.metadata.finalizers}')" = '["webapp.my.domain/finalizer"]' ] ||
+    fail "Guestbook $sample has no finalizer: $(k -n default get guestbook "$sample" -o jsonpath='{.metadata.finalizers}')"
+  log "Guestbook $sample Ready=True ($(k -n default get guestbook "$sample" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'), observedGeneration $(k -n default get guestbook "$sample" -o jsonpath='{.status.conditions[?(@.type=="Ready")].observedGeneration}')), finalizer on"
+  k -n default delete guestbook "$sample" --timeout=60s >/dev/null || fail "Guestbook $sample not deleted (its finalizer stayed)"
+  log "Guestbook $sample deleted: the controller removed its finalizer"
+
+  k -n default apply -f "$SCAFFOLD_PROJECT/deploy/samples/cache_v1alpha1_memcached.yaml" >/dev/null || fail "the Memcached sample"
+  local memcached
+  memcached=$(k -n default get -f "$SCAFFOLD_PROJECT/deploy/samples/cache_v1alpha1_memcached.yaml" -o jsonpath='{.metadata.name}')
+  # Its image (memcached:1.6-alpine) cannot be pulled here: the controller's Deployment
+  # is what is checked, as for the Foo.
+  owned_by_memcached() {
+    [ "$(k -n default get deploy "$memcached" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')" = "Memcached/$memcached" ]
+  }
+  eventually 60 "Memcached $memcached's Deployment, owned by it" owned_by_memcached
+  log "Memcached $memcached -> Deployment $memcached (owned by it)"
+
+  # The webhooks through the Service: the defaulter fills spec.title (and maxEntries);
+  # the validator refuses maxEntries 0.
+  k apply -f - >/dev/null <<'EOF' || fail "a Guestbook without spec.title was not admitted"
+apiVersion: webapp.my.domain/v1
+kind: Guestbook
+metadata: {name: e2e-defaulted, namespace: default}
+spec: {}
+EOF
+  [ "$(k -n default get guestbook e2e-defaulted -o jsonpath='{.spec.title}/{.spec.maxEntries}')" = e2e-defaulted/100 ] ||
+    fail "Guestbook e2e-defaulted not defaulted: spec $(k -n default get guestbook e2e-defaulted -o jsonpath='{.spec}')"
+  refused 'denied the request: spec.maxEntries: Invalid value: 0: must be between 1 and 1000' k apply -f - <<'EOF'
+apiVersion: webapp.my.domain/v1
+kind: Guestbook
+metadata: {name: e2e-bad, namespace: default}
+spec: {title: Bad, maxEntries: 0}
+EOF
+  log "webhooks via $OP_NAME-webhook-service: e2e-defaulted got spec.title e2e-defaulted, maxEntries 100; maxEntries 0 refused"
+  log "step 9 ($OP_NAME) took $((SECONDS - t9)) s"
+}
+if [ -n "$SCAFFOLD_PROJECT" ]; then scaffold_operator; fi
