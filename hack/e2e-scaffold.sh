@@ -3,8 +3,8 @@
 #
 #   hack/e2e-scaffold.sh [build|test|all] [DIR]     (default: all, in a temp dir)
 #
-#   build   steps 1-3 into DIR/guestbook (the binary lands in $CARGO_TARGET_DIR/debug/guestbook;
-#           hack/e2e-real-node.sh runs it on the real node when SCAFFOLD_PROJECT names it)
+#   build   steps 1-3 into DIR/guestbook, its binary copied to DIR/bin/guestbook
+#           (hack/e2e-real-node.sh runs it on the real node: SCAFFOLD_PROJECT, SCAFFOLD_BIN)
 #   test    steps 4-5 on DIR/guestbook as `build` left it
 # KCR: the kcr binary (default: the one build's).
 #
@@ -78,6 +78,9 @@ log "manifests equal $golden's"
   --namespaced false 2>>"$work/kcr.log" && cargo build --bins && cargo run --quiet --bin manifests) ||
   fail "a cluster-scoped kind: kcr create api --namespaced false, build, manifests"
 log "a cluster-scoped kind added (ClusterPolicy)"
+# The binary as built now, out of the shared target dir (another project named guestbook
+# built later would overwrite it there): hack/e2e-real-node.sh's SCAFFOLD_BIN.
+install -D -m 755 "$CARGO_TARGET_DIR/debug/guestbook" "$work/bin/guestbook"
 
 }
 

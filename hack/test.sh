@@ -171,9 +171,10 @@ bg_start e2e-real-node bash -c '
     [ -e "$2" ] && { echo "the control-plane job ended without the real node binaries" >&2; exit 1; }
     sleep 2
   done
-  IMAGE_BIN_DIR="$3" SCAFFOLD_PROJECT="$4" exec bash hack/e2e-real-node.sh' _ \
+  IMAGE_BIN_DIR="$3" SCAFFOLD_PROJECT="$4/guestbook" SCAFFOLD_BIN="$4/bin/guestbook" \
+    exec bash hack/e2e-real-node.sh' _ \
   "$PHASE_DIR/real-node-ready" "$PHASE_DIR/control-plane.done" "$CARGO_TARGET_DIR/debug" \
-  "$scaffold_dir/guestbook"
+  "$scaffold_dir"
 
 # One control plane for every e2e test binary (hack/with-control-plane.sh says why): the
 # binaries run one after another, each test in a namespace of its own. Tests that need one
