@@ -51,4 +51,23 @@ echo "[with-control-plane] one control plane for every test binary: $KUBECONFIG 
 
 export TESTENV_KUBECONFIG=$KUBECONFIG TESTENV_KUBECTL=$KUBECTL
 unset KUBECONFIG
-"$@"
+status=0
+"$@" || status=$?
+# A failed command leaves the control plane's side of the story: its Nodes (kwok's fake
+# Nodes stop being Ready when kwok's heartbeats stall, and new Pods then never run) and
+# every component's log, kept after the state dir is removed.
+if [ "$status" != 0 ]; then
+  kept=$(mktemp -d "${TMPDIR:-/tmp}/shared-plane-logs.XXXXXX")
+  cp -r "$dir/cp/logs/." "$kept/" 2>/dev/null || true
+  {
+    echo "[with-control-plane] the command failed (exit $status); the control plane's logs are kept in $kept"
+    KUBECONFIG=$TESTENV_KUBECONFIG "$TESTENV_KUBECTL" get nodes -o wide 2>&1 || true
+    KUBECONFIG=$TESTENV_KUBECONFIG "$TESTENV_KUBECTL" get pods -A --field-selector=status.phase!=Running 2>&1 | head -20 || true
+    for f in "$kept"/*.log; do
+      [ -e "$f" ] || continue
+      echo "--- the last lines of $(basename "$f")"
+      tail -n 12 "$f"
+    done
+  } >&2
+fi
+exit "$status"
