@@ -587,7 +587,17 @@ cmd_up() {
   t_readyz=$(elapsed "$t0")
 
   local kcm_extra=()
-  read -r -a kcm_extra <<<"${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
+  # kwok's fake Nodes: kwok 0.7 patches their status about once a minute and renews no
+  # Lease, while the node lifecycle controller's grace period is 50 s: every minute both
+  # Nodes went NotReady for a few seconds (kube-controller-manager's log: "all Nodes are
+  # not-Ready. Entering master disruption mode" at 56 s intervals), their Pods were marked
+  # not Ready, and under load kwok failed to make them Ready again (its "failed to apply
+  # stage"): Deployments stayed unavailable and e2e tests timed out. Fake Nodes never die,
+  # so a grace period longer than any run; extra flags after it still win (chaos.sh).
+  [ "$nodes" -gt 0 ] && kcm_extra=(--node-monitor-grace-period=24h)
+  local kcm_more=()
+  read -r -a kcm_more <<<"${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
+  kcm_extra+=("${kcm_more[@]}")
   [ ${#kcm_extra[@]} -eq 0 ] || log "extra kube-controller-manager flags: ${kcm_extra[*]}"
   # Kept in the state dir so `restart-controller-manager` can start it again.
   printf '%s\n' "$(bin_path kube-controller-manager)" --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
