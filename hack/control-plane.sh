@@ -593,8 +593,12 @@ cmd_up() {
   # not-Ready. Entering master disruption mode" at 56 s intervals), their Pods were marked
   # not Ready, and under load kwok failed to make them Ready again (its "failed to apply
   # stage"): Deployments stayed unavailable and e2e tests timed out. Fake Nodes never die,
-  # so a grace period longer than any run; extra flags after it still win (chaos.sh).
-  [ "$nodes" -gt 0 ] && kcm_extra=(--node-monitor-grace-period=24h)
+  # so a grace period longer than any run.
+  # Only when the caller's flags do not set it (kube-controller-manager exited at once
+  # when chaos.sh's own copy came twice).
+  if [ "$nodes" -gt 0 ] && [[ "${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}" != *node-monitor-grace-period* ]]; then
+    kcm_extra=(--node-monitor-grace-period=24h)
+  fi
   local kcm_more=()
   read -r -a kcm_more <<<"${KUBE_CONTROLLER_MANAGER_EXTRA_ARGS:-}"
   kcm_extra+=("${kcm_more[@]}")
