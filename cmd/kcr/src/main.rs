@@ -104,8 +104,9 @@ struct InitArgs {
     dir: PathBuf,
 }
 
+/// The kind a `create` command is about: `--group`, `--version`, `--kind`.
 #[derive(Debug, Args)]
-struct ApiArgs {
+struct KindArgs {
     /// The group's short name: the API group is `<group>.<domain>`.
     #[arg(long)]
     group: String,
@@ -115,6 +116,12 @@ struct ApiArgs {
     /// The kind, UpperCamelCase.
     #[arg(long)]
     kind: String,
+}
+
+#[derive(Debug, Args)]
+struct ApiArgs {
+    #[command(flatten)]
+    kind: KindArgs,
     /// Namespaced (true) or cluster-scoped (false).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     namespaced: bool,
@@ -138,15 +145,8 @@ struct ApiArgs {
 
 #[derive(Debug, Args)]
 struct WebhookArgs {
-    /// The kind's group (short name).
-    #[arg(long)]
-    group: String,
-    /// The kind's version.
-    #[arg(long)]
-    version: String,
-    /// The kind.
-    #[arg(long)]
-    kind: String,
+    #[command(flatten)]
+    kind: KindArgs,
     /// A mutating webhook that fills defaults.
     #[arg(long)]
     defaulting: bool,
@@ -202,9 +202,9 @@ fn run(command: Command) -> Result<(), scaffold::ScaffoldError> {
         Command::Create(Create::Api(args)) => {
             let applied = scaffold::create_api(&ApiOptions {
                 dir: args.dir,
-                group: args.group,
-                version: args.version,
-                kind: args.kind,
+                group: args.kind.group,
+                version: args.kind.version,
+                kind: args.kind.kind,
                 namespaced: args.namespaced,
                 resource: args.resource,
                 controller: args.controller,
@@ -219,9 +219,9 @@ fn run(command: Command) -> Result<(), scaffold::ScaffoldError> {
         Command::Create(Create::Webhook(args)) => {
             let applied = scaffold::create_webhook(&WebhookOptions {
                 dir: args.dir,
-                group: args.group,
-                version: args.version,
-                kind: args.kind,
+                group: args.kind.group,
+                version: args.kind.version,
+                kind: args.kind.kind,
                 defaulting: args.defaulting,
                 validation: args.programmatic_validation,
             })?;
