@@ -2,6 +2,7 @@
 //! the faults injected into it: kube-apiserver and etcd restarts, and etcd compaction.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::process::Command;
@@ -19,6 +20,9 @@ pub struct ControlPlane {
     pub kubeconfig: PathBuf,
     /// etcd's client URL.
     pub etcd: String,
+    /// Held while `control-plane.sh` replaces a component: between the old process's
+    /// exit and the new pid in `DIR/pids`, the component looks dead and is not.
+    restarting: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl ControlPlane {
@@ -37,6 +41,7 @@ impl ControlPlane {
             script: script.to_path_buf(),
             kubeconfig: PathBuf::from(get("KUBECONFIG")?),
             etcd: get("ETCD")?,
+            restarting: Arc::default(),
         })
     }
 
@@ -98,6 +103,7 @@ impl ControlPlane {
     }
 
     async fn script_command(&self, command: &str) -> Result<Duration, ChaosError> {
+        let _replacing = self.restarting.lock().await;
         let started = Instant::now();
         let output = Command::new("bash")
             .arg(&self.script)
@@ -132,8 +138,14 @@ impl ControlPlane {
         Ok(revision)
     }
 
-    /// The control-plane components whose process is gone (read from `DIR/pids`).
+    /// The control-plane components whose process is gone (read from `DIR/pids`); none
+    /// while a restart is replacing one (its old pid is gone before the new one is
+    /// written: a CI run reported kube-apiserver dead from that window). A component a
+    /// restart fails to bring back is reported by the next call after it.
     pub fn dead_components(&self) -> Vec<String> {
+        let Ok(_settled) = self.restarting.try_lock() else {
+            return Vec::new();
+        };
         let Ok(entries) = std::fs::read_dir(self.dir.join("pids")) else {
             return vec!["(no pids dir)".into()];
         };
@@ -179,4 +191,37 @@ pub fn tail(bytes: &[u8]) -> String {
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(0);
     text[start..].trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid that is not running: a child that has exited and been reaped.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[tokio::test]
+    async fn a_component_mid_restart_is_not_reported_dead_and_one_after_it_is() {
+        let dir = std::env::temp_dir().join(format!("chaos-pids-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("pids")).unwrap();
+        std::fs::write(dir.join("pids/kube-apiserver.pid"), dead_pid().to_string()).unwrap();
+        std::fs::write(dir.join("pids/etcd.pid"), std::process::id().to_string()).unwrap();
+        let plane = ControlPlane {
+            dir: dir.clone(),
+            script: PathBuf::from("hack/control-plane.sh"),
+            kubeconfig: PathBuf::new(),
+            etcd: String::new(),
+            restarting: Arc::default(),
+        };
+        let replacing = plane.restarting.lock().await;
+        assert_eq!(plane.dead_components(), Vec::<String>::new());
+        drop(replacing);
+        assert_eq!(plane.dead_components(), vec!["kube-apiserver".to_string()]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
