@@ -11,7 +11,7 @@
 #
 # Every knob is an environment variable (or a flag of `chaos`, see `chaos --help`):
 # DURATION, SEED, FOOS, VMS, MYWEBS, REPLICAS, WRITERS, WRITES_PER_SECOND, FAULT_GAP,
-# FAULTS (comma-separated kinds), CONVERGENCE_BOUND. KEEP_CONTROL_PLANE=1 leaves the
+# FAULTS (comma-separated kinds), CONVERGENCE_BOUND, INITIAL_CONVERGENCE_BOUND. KEEP_CONTROL_PLANE=1 leaves the
 # control plane running at the end (to inspect it; stop it yourself). CHAOS_OUT keeps the
 # results (logs, summary.json, summary.txt, seed, plan.json) in a directory of your
 # choice; by default they go to target/chaos/<date>-<seed> and the path is printed.

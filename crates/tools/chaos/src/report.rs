@@ -39,6 +39,8 @@ pub struct Summary {
     pub convergence_after_last_fault_s: Option<f64>,
     /// The bound it had to converge within.
     pub convergence_bound_s: f64,
+    /// The bound the initial convergence had.
+    pub initial_convergence_bound_s: f64,
     /// The proxy's counters.
     pub proxy: ProxyStats,
     /// The logs.
@@ -153,8 +155,9 @@ impl Summary {
         let fmt = |s: Option<f64>| s.map_or("never".to_string(), |s| format!("{s:.1}s"));
         let _ = writeln!(
             t,
-            "initial convergence: {}",
-            fmt(self.initial_convergence_s)
+            "initial convergence: {} (bound {:.0}s)",
+            fmt(self.initial_convergence_s),
+            self.initial_convergence_bound_s
         );
         let _ = writeln!(
             t,
