@@ -1,6 +1,7 @@
 //! [`QueueConfig`]: a queue's name and metrics provider.
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use crate::metrics::MetricsProvider;
@@ -11,7 +12,7 @@ use crate::metrics::MetricsProvider;
 /// metrics provider (its own, or the process-wide one set with
 /// [`set_global_metrics_provider`](crate::set_global_metrics_provider)), exactly like
 /// client-go, where an unnamed queue gets no metrics.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct QueueConfig {
     /// The queue's name, the `name` label on every metric. Empty means no metrics.
     pub name: String,
@@ -22,6 +23,27 @@ pub struct QueueConfig {
     /// controllers' `--fifo-queue` switch). Off by default; a queue nobody passes a
     /// priority to is client-go's FIFO either way (see [`crate::priority`]).
     pub fifo: bool,
+    /// How many hand-outs in a row may pass over a queued item of a lower priority
+    /// before the longest-waiting such item gets the next one (see
+    /// [`priority`](crate::priority), "Starvation"): lower priorities keep at least
+    /// one hand-out in N + 1 however busy the higher ones are. `None`: strictly
+    /// highest first, as controller-runtime's queue, where a steady stream of
+    /// default-priority events can hold initial-list items back for ever. Default
+    /// [`priority::STARVATION_BOUND`](crate::priority::STARVATION_BOUND).
+    pub starvation_bound: Option<NonZeroU32>,
+}
+
+impl Default for QueueConfig {
+    /// Unnamed, the global metrics provider, priorities honoured with the default
+    /// starvation bound.
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            metrics_provider: None,
+            fifo: false,
+            starvation_bound: NonZeroU32::new(crate::priority::STARVATION_BOUND),
+        }
+    }
 }
 
 impl QueueConfig {
@@ -29,8 +51,7 @@ impl QueueConfig {
     pub fn named(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
-            metrics_provider: None,
-            fifo: false,
+            ..Self::default()
         }
     }
 
@@ -38,6 +59,13 @@ impl QueueConfig {
     /// [`fifo`](Self::fifo)) or honour them (`false`, the default).
     pub fn with_fifo(mut self, fifo: bool) -> Self {
         self.fifo = fifo;
+        self
+    }
+
+    /// Sets the [starvation bound](Self::starvation_bound) (`None`: strictly highest
+    /// priority first).
+    pub fn with_starvation_bound(mut self, bound: Option<NonZeroU32>) -> Self {
+        self.starvation_bound = bound;
         self
     }
 
@@ -54,6 +82,7 @@ impl fmt::Debug for QueueConfig {
             .field("name", &self.name)
             .field("metrics_provider", &self.metrics_provider.is_some())
             .field("fifo", &self.fifo)
+            .field("starvation_bound", &self.starvation_bound)
             .finish()
     }
 }

@@ -53,6 +53,8 @@ mod add;
 mod done;
 mod lanes;
 mod meta;
+#[cfg(test)]
+mod starvation_tests;
 
 use lanes::Lanes;
 pub(crate) use meta::Meta;
@@ -240,7 +242,7 @@ impl<T: Item> Queue<T> {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     items: Slots::new(),
-                    lanes: Lanes::new(),
+                    lanes: Lanes::new(config.starvation_bound.map_or(0, |n| n.get())),
                     processing: 0,
                     waiting_getters: 0,
                     wakes_in_flight: 0,

@@ -1,6 +1,7 @@
 //! Model-based property test: random operation sequences run against the real queue
 //! and against a deliberately naive sequential model of client-go's rules (plus
-//! controller-runtime's priorities, and `add_after` on paused time); after every step
+//! controller-runtime's priorities with our starvation bound, and `add_after` on
+//! paused time); after every step
 //! the two must agree on what is in line, in what order and at which priority, what
 //! is held, and what waits for its time.
 
@@ -9,7 +10,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use workqueue::{
-    AddOpts, ItemState, OwnedWorkItem, RateLimitingQueue, WorkItem, default_controller_rate_limiter,
+    AddOpts, ItemState, OwnedWorkItem, QueueConfig, RateLimitingQueue, WorkItem,
+    default_controller_rate_limiter,
 };
 
 /// The priorities the operations use: controller-runtime's low one, the default, and
@@ -18,6 +20,8 @@ const PRIORITIES: [i32; 4] = [workqueue::priority::LOW, 0, 1, 5];
 /// `add_after` delays and time steps, in milliseconds.
 const DELAYS_MS: [u64; 4] = [0, 10, 20, 30];
 const STEPS_MS: [u64; 3] = [5, 10, 20];
+/// The queue's starvation bound: small, so that short sequences reach it.
+const BOUND: u32 = 2;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -102,6 +106,8 @@ struct Model {
     now_ms: u64,
     add_afters: u64,
     shut: bool,
+    /// Hand-outs in a row that passed over a lower-priority item in line.
+    passed_over: u32,
 }
 
 impl Model {
@@ -125,10 +131,20 @@ impl Model {
         }
     }
 
-    /// The first item of the highest priority.
+    /// The first item of the highest priority; after `BOUND` hand-outs in a row that
+    /// passed over a lower item, the first (longest in line) of those instead.
     fn get(&mut self) -> Option<(u8, i32)> {
         let top = self.line.iter().map(|&(_, p)| p).max()?;
-        let i = self.line.iter().position(|&(_, p)| p == top)?;
+        let mut i = self.line.iter().position(|&(_, p)| p == top)?;
+        if self.line.iter().any(|&(_, p)| p < top) {
+            self.passed_over += 1;
+            if self.passed_over > BOUND {
+                self.passed_over = 0;
+                i = self.line.iter().position(|&(_, p)| p < top)?;
+            }
+        } else {
+            self.passed_over = 0;
+        }
         let (k, p) = self.line.remove(i);
         self.held.insert(k);
         Some((k, p))
@@ -213,7 +229,10 @@ proptest! {
 /// `add_with_opts`; its rate limiter is never asked) and on the model, in a runtime
 /// with paused time.
 async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let queue = RateLimitingQueue::new(default_controller_rate_limiter());
+    let queue = RateLimitingQueue::with_config(
+        default_controller_rate_limiter(),
+        QueueConfig::default().with_starvation_bound(std::num::NonZeroU32::new(BOUND)),
+    );
     let mut model = Model::default();
     let mut held: Vec<Held<'_>> = Vec::new();
 

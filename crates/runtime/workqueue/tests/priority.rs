@@ -11,11 +11,14 @@ const MS: Duration = Duration::from_millis(1);
 
 /// The queue under test: priorities are given with `RateLimitingQueue::add_with_opts`
 /// (controller-runtime's `AddWithOpts`); backoff 10 ms, 20 ms, ... Needs a runtime.
+/// Without the starvation bound, so that the expectations are controller-runtime's
+/// strict order (the bound's own tests are in src/queue/starvation_tests.rs; the
+/// last test here shows what it changes).
 fn new_queue<T: workqueue::Item>() -> RateLimitingQueue<T> {
-    RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-        10 * MS,
-        Duration::from_secs(1),
-    ))
+    RateLimitingQueue::with_config(
+        ItemExponentialFailureRateLimiter::new(10 * MS, Duration::from_secs(1)),
+        workqueue::QueueConfig::default().with_starvation_bound(None),
+    )
 }
 
 /// `AddOpts` for an add at `priority`, now.
@@ -477,4 +480,30 @@ async fn a_fifo_queue_hears_every_priority_as_zero() {
             ("later", DEFAULT)
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_default_bound_a_burst_of_higher_items_lets_one_lower_item_through() {
+    // The same interleaved adds as `fifo_within_each_priority`, on a queue with the
+    // default starvation bound (10): the ten items at 7 pass over the rest ten times,
+    // so the eleventh hand-out goes to the longest-waiting item below the top lane
+    // (0, at LOW), then the default items, then the other LOW ones.
+    let q = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+        10 * MS,
+        Duration::from_secs(1),
+    ));
+    for i in 0..30u32 {
+        q.add_with_opts(i, at([LOW, DEFAULT, 7][i as usize % 3]));
+    }
+    let got: Vec<u32> = drain(q.queue()).into_iter().map(|(i, _)| i).collect();
+    let sevens = (0..30).filter(|i| i % 3 == 2);
+    let defaults: Vec<u32> = (0..30).filter(|i| i % 3 == 1).collect();
+    let lows = (3..30).filter(|i| i % 3 == 0);
+    let mut expected: Vec<u32> = sevens.collect();
+    expected.push(0);
+    // Then the defaults pass over the LOW items: every eleventh hand-out is one of
+    // them, but there are only ten defaults.
+    expected.extend(&defaults);
+    expected.extend(lows);
+    assert_eq!(got, expected);
 }

@@ -1,5 +1,6 @@
 //! The line of queued items, by priority: one FIFO lane per priority in use, the
-//! highest priority first, FIFO within a lane.
+//! highest priority first, FIFO within a lane, with a share of hand-outs kept for
+//! items passed over (the starvation bound below).
 //!
 //! # Layout, and why
 //!
@@ -32,6 +33,24 @@
 //! ones) is exact, and the lanes are compacted when stale entries outnumber the live
 //! ones by more than [`STALE_SLACK`], so memory stays O(queued items) however often
 //! priorities are raised (the delaying queue's heap uses the same scheme).
+//!
+//! # The starvation bound
+//!
+//! Strictly highest-first, an item below the top lane waits for as long as higher
+//! items keep arriving faster than the workers take them: for ever, with a steady
+//! stream of watch events or requeues (controller-runtime issue 3496, where initial-
+//! list items at `LowPriority` were never reconciled). So the lanes count the
+//! hand-outs in a row that passed over a queued lower-priority item, and once that
+//! count exceeds [`QueueConfig::starvation_bound`](crate::QueueConfig) (N), the next
+//! hand-out goes to the item that has waited longest among those below the top lane
+//! instead, and the count starts again. Items below the top lane so get at least one
+//! hand-out in N + 1, oldest first (tickets only grow, so the smallest ticket at the
+//! head of a lower lane is the earliest in line), and an item with k such items
+//! ahead of it is handed out within (k + 1)(N + 1) hand-outs, however busy the upper
+//! lanes are. Nothing changes while no lower item waits: a user's change after a
+//! restart still goes ahead of the initial list (the count is 0 while only the list
+//! is being worked through), and the fast path (one lane, no stale head) only
+//! resets the count.
 
 use std::collections::VecDeque;
 
@@ -64,6 +83,18 @@ pub(super) struct Lanes<T> {
     stale: usize,
     /// The ticket of the next entry; 0 is never used (a fresh slot's `Meta` has 0).
     next_ticket: u64,
+    /// Hand-outs in a row that passed over a queued item of a lower priority (a
+    /// hand-out from the only lane breaks the row).
+    passed_over: u32,
+    /// The starvation bound (see the module docs); 0: none, strictly highest first.
+    bound: u32,
+}
+
+/// A lane, by where it is.
+#[derive(Clone, Copy)]
+enum LaneId {
+    Default,
+    Other(usize),
 }
 
 /// Whether `entry` is its item's live entry.
@@ -74,12 +105,15 @@ fn is_live<T: Clone + Eq + 'static>(items: &Slots<T, Meta>, entry: &Entry<T>) ->
 }
 
 impl<T: Clone + Eq + 'static> Lanes<T> {
-    pub(super) fn new() -> Self {
+    /// Empty lanes handing out with the starvation `bound` (0: none).
+    pub(super) fn new(bound: u32) -> Self {
         Self {
             default: VecDeque::new(),
             others: Vec::new(),
             stale: 0,
             next_ticket: 1,
+            passed_over: 0,
+            bound,
         }
     }
 
@@ -152,6 +186,8 @@ impl<T: Clone + Eq + 'static> Lanes<T> {
         if self.others.is_empty() {
             let entry = self.default.pop_front()?;
             if is_live(items, &entry) {
+                // One lane: nothing passed over, the row is broken.
+                self.passed_over = 0;
                 return Some(entry.slot);
             }
             self.stale -= 1;
@@ -160,40 +196,70 @@ impl<T: Clone + Eq + 'static> Lanes<T> {
     }
 
     /// [`pop`](Self::pop) past stale entries, or with other lanes than the default
-    /// one: the lanes above priority 0, the default lane, then the lanes below. Other
-    /// lanes found empty are dropped (the default lane stays), so the first other lane
-    /// is always the next one to look at.
+    /// one: the head of the highest lane with items (the lanes above priority 0, the
+    /// default lane, then the lanes below), or, once the starvation bound is reached,
+    /// the oldest head of the lanes below it. Other lanes found empty are dropped
+    /// (the default lane stays).
     #[cold]
     fn pop_by_priority(&mut self, items: &Slots<T, Meta>) -> Option<SlotRef<T, Meta>> {
-        let mut default_tried = false;
-        loop {
-            if !default_tried && self.others.first().is_none_or(|lane| lane.priority < 0) {
-                default_tried = true;
-                if let Some(found) = Self::pop_live(&mut self.default, &mut self.stale, items) {
-                    return Some(found);
-                }
+        // Every head live, every other lane non-empty: the choice below is then only
+        // about heads.
+        Self::drop_stale_heads(&mut self.default, &mut self.stale, items);
+        for lane in &mut self.others {
+            Self::drop_stale_heads(&mut lane.fifo, &mut self.stale, items);
+        }
+        self.others.retain(|lane| !lane.fifo.is_empty());
+        // The lanes with items, highest first.
+        let above = self.others.partition_point(|lane| lane.priority > 0);
+        let default = (!self.default.is_empty()).then_some(LaneId::Default);
+        let mut order = (0..above)
+            .map(LaneId::Other)
+            .chain(default)
+            .chain((above..self.others.len()).map(LaneId::Other));
+        let top = order.next()?;
+        let mut chosen = top;
+        if order.clone().next().is_none() {
+            self.passed_over = 0;
+        } else {
+            self.passed_over += 1;
+            if self.bound > 0 && self.passed_over > self.bound {
+                // The longest waiting of the items passed over: the smallest ticket.
+                chosen = order.min_by_key(|&id| self.head_ticket(id)).unwrap_or(top);
+                self.passed_over = 0;
             }
-            let lane = self.others.first_mut()?;
-            if let Some(found) = Self::pop_live(&mut lane.fifo, &mut self.stale, items) {
-                return Some(found);
-            }
-            self.others.remove(0);
+        }
+        let entry = self.lane(chosen).pop_front()?;
+        if let LaneId::Other(i) = chosen
+            && self.others[i].fifo.is_empty()
+        {
+            self.others.remove(i);
+        }
+        Some(entry.slot)
+    }
+
+    /// The ticket of the head of lane `id` (which must exist).
+    fn head_ticket(&self, id: LaneId) -> u64 {
+        let lane = match id {
+            LaneId::Default => &self.default,
+            LaneId::Other(i) => &self.others[i].fifo,
+        };
+        lane.front().map_or(u64::MAX, |entry| entry.ticket)
+    }
+
+    /// The lane `id` names (which must exist).
+    fn lane(&mut self, id: LaneId) -> &mut VecDeque<Entry<T>> {
+        match id {
+            LaneId::Default => &mut self.default,
+            LaneId::Other(i) => &mut self.others[i].fifo,
         }
     }
 
-    /// Pops `fifo`'s first live entry, dropping the stale ones before it.
-    fn pop_live(
-        fifo: &mut VecDeque<Entry<T>>,
-        stale: &mut usize,
-        items: &Slots<T, Meta>,
-    ) -> Option<SlotRef<T, Meta>> {
-        while let Some(entry) = fifo.pop_front() {
-            if is_live(items, &entry) {
-                return Some(entry.slot);
-            }
+    /// Drops the stale entries at the front of `fifo`.
+    fn drop_stale_heads(fifo: &mut VecDeque<Entry<T>>, stale: &mut usize, items: &Slots<T, Meta>) {
+        while fifo.front().is_some_and(|entry| !is_live(items, entry)) {
+            fifo.pop_front();
             *stale -= 1;
         }
-        None
     }
 }
 
@@ -214,7 +280,9 @@ mod tests {
 
     #[test]
     fn stale_entries_in_a_starved_lane_stay_bounded() {
-        let q: Queue<u32> = Queue::new();
+        // No starvation bound: the low lane is never reached.
+        let q: Queue<u32> =
+            Queue::with_config(crate::QueueConfig::default().with_starvation_bound(None));
         // A low-priority item keeps the low lane from ever being reached while the
         // default lane has items, so its stale entries are never popped.
         q.add_at(Cow::Owned(0), LOW);
