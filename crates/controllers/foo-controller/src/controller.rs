@@ -153,5 +153,6 @@ pub fn new_controller(
             registration_synced(deployment_registration),
         ])
         .with_freshness(freshness)
+        .with_reconcile_timeout(options.loop_options.reconcile_timeout)
         .with_gate(gate)
 }

@@ -123,5 +123,6 @@ pub fn new_controller(
         // every VirtualMachine that existed at start.
         .with_synced(vec![registration_synced(registration)])
         .with_freshness(freshness)
+        .with_reconcile_timeout(options.loop_options.reconcile_timeout)
         .with_gate(gate)
 }

@@ -21,7 +21,7 @@
 //!   read (409 -> retry through the queue), and only when it changed, apart from the
 //!   usage refresh.
 //! * **Usage by requeue, not by resync**: an `Active` sync returns
-//!   `Action::RequeueAfter(--usage-period)`.
+//!   `Action::requeue_after(--usage-period).with_priority(LOW)` (behind users' changes).
 //! * **Failures are reported and retried** ([`error`]): a driver failure writes
 //!   `Failed` (or `Unknown`) with the reason and a Warning Event, then the key is
 //!   retried with exponential backoff until the driver recovers.

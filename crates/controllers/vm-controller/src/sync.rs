@@ -250,7 +250,7 @@ impl VirtualMachineSyncer {
             REASON_CREATED,
             format!("Server {} is active (id {id})", spec.name),
         );
-        Ok(Action::RequeueAfter(self.usage_period))
+        Ok(self.usage_refresh())
     }
 
     /// Step 4: refresh an existing server's state and usage.
@@ -315,7 +315,15 @@ impl VirtualMachineSyncer {
         self.update_status(vm, active, true).await?;
         // Better: controller101 waits for the informer's resync to come round; a
         // requeue is exact, per object, and independent of --resync-period.
-        Ok(Action::RequeueAfter(self.usage_period))
+        Ok(self.usage_refresh())
+    }
+
+    /// The next usage refresh: after --usage-period, at low priority (controller-
+    /// runtime's `Result.Priority`), so that with many VMs the periodic refreshes
+    /// never delay a user's change; the queue's starvation bound still gets every
+    /// refresh through.
+    fn usage_refresh(&self) -> Action {
+        Action::requeue_after(self.usage_period).with_priority(workqueue::priority::LOW)
     }
 
     /// Step 2: the object is being deleted.

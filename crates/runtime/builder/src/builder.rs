@@ -408,6 +408,7 @@ where
         let controller = Controller::new(self.name, queue, ReconcilerAdapter::new(reconciler))
             .with_synced(synced)
             .with_freshness(self.freshness)
+            .with_reconcile_timeout(self.loop_options.reconcile_timeout)
             .with_gate(gate);
         BuiltController {
             controller,

@@ -24,8 +24,11 @@
 //!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
 //!      10 ms, 20 ms, ... up to 1000 s with the default limiter;
 //!
-//!    (each requeue keeps the priority the key was handed out with);
-//!    - a panic: caught, logged, and handled like `Err`.
+//!    (each requeue keeps the priority the key was handed out with, unless the sync
+//!    named one: [`Action::with_priority`]);
+//!    - a panic: caught, logged, and handled like `Err`;
+//!    - past the reconcile timeout, if one is set: the sync is dropped (cancelled)
+//!      and the key handled like `Err` (see [`crate::outcome`]).
 //!
 //!    In every case the key is marked `done` (the [`WorkItem`](workqueue::WorkItem)
 //!    guard does it when dropped), which is what lets a key that changed while it was
@@ -56,7 +59,8 @@ use crate::error::{Error, Result};
 use crate::freshness::Freshness;
 use crate::gate::{Admission, SyncGate};
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
-use crate::metrics::{self, ReconcileResult};
+use crate::metrics;
+use crate::outcome::{self, Outcome};
 use crate::steps;
 use crate::sync_clock::SyncClock;
 use crate::sync_handler::{Action, SyncHandler};
@@ -108,6 +112,8 @@ pub struct Controller<H> {
     handler: Arc<H>,
     synced: Arc<[InformerSynced]>,
     drain_timeout: Duration,
+    /// A sync running longer is cancelled and its key retried (see crate::outcome).
+    reconcile_timeout: Option<Duration>,
     freshness: Option<Freshness>,
     /// Which keys this replica may sync (sharded controllers).
     gate: Option<Arc<dyn SyncGate>>,
@@ -123,6 +129,7 @@ impl<H> Clone for Controller<H> {
             handler: Arc::clone(&self.handler),
             synced: Arc::clone(&self.synced),
             drain_timeout: self.drain_timeout,
+            reconcile_timeout: self.reconcile_timeout,
             freshness: self.freshness.clone(),
             gate: self.gate.clone(),
             in_flight: Arc::clone(&self.in_flight),
@@ -159,6 +166,7 @@ impl<H: SyncHandler> Controller<H> {
             handler: Arc::new(handler),
             synced: Arc::new([]),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            reconcile_timeout: None,
             freshness: None,
             gate: None,
             in_flight: Arc::new(AtomicUsize::new(0)),
@@ -198,6 +206,15 @@ impl<H: SyncHandler> Controller<H> {
     /// [`DEFAULT_DRAIN_TIMEOUT`].
     pub fn with_drain_timeout(mut self, drain_timeout: Duration) -> Self {
         self.drain_timeout = drain_timeout;
+        self
+    }
+
+    /// Cancels a sync that runs longer than `timeout` and retries its key with
+    /// backoff (`None`, the default: no limit; controller-runtime's
+    /// `ReconciliationTimeout`, see [`crate::outcome`]). Counted as `result="timeout"`
+    /// and in `controller_runtime_reconcile_timeouts_total`.
+    pub fn with_reconcile_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.reconcile_timeout = timeout.filter(|t| !t.is_zero());
         self
     }
 
@@ -335,6 +352,8 @@ impl<H: SyncHandler> Controller<H> {
                 .catch_unwind()
                 .instrument(span),
         );
+        // Cut short after --reconcile-timeout, if set (see crate::outcome).
+        let sync = outcome::with_timeout(self.reconcile_timeout, sync);
         // The clock notes when each poll begins, before the pass checks it (see
         // crate::sync_clock).
         let outcome = match pass {
@@ -354,24 +373,20 @@ impl<H: SyncHandler> Controller<H> {
         };
         let elapsed = clock.elapsed();
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let result = match &outcome {
-            Ok(Ok(Action::Done)) => ReconcileResult::Success,
-            Ok(Ok(Action::RequeueAfter(_))) => ReconcileResult::RequeueAfter,
-            Ok(Err(_)) => ReconcileResult::Error,
-            Err(_) => ReconcileResult::Panic,
-        };
+        let result = outcome.result();
         // controller_runtime_reconcile_total / _errors_total / _time_seconds, when a
         // metrics registry is installed (one atomic load otherwise).
         metrics::observe_reconcile(&self.name, result, elapsed);
-        let message = match &outcome {
-            Ok(Err(err)) => Some(err.to_string()),
-            Err(panic) => Some(panic_message(&**panic).to_string()),
-            Ok(Ok(_)) => None,
-        };
-        steps::sync_ended(&self.name, &traced, result.as_str(), elapsed, message);
+        steps::sync_ended(
+            &self.name,
+            &traced,
+            result.as_str(),
+            elapsed,
+            outcome.message(),
+        );
 
         match outcome {
-            Ok(Ok(Action::Done)) => {
+            Outcome::Synced(Action::Done) => {
                 // Success: the next failure of this key starts from the base delay.
                 self.queue.forget(key);
                 debug!(
@@ -383,7 +398,13 @@ impl<H: SyncHandler> Controller<H> {
                     "synced"
                 );
             }
-            Ok(Ok(Action::RequeueAfter(after))) => {
+            Outcome::Synced(action) => {
+                let after = action.requeue().unwrap_or_default();
+                // At the key's own priority unless the sync chose one.
+                let priority = match action {
+                    Action::RequeueWithPriority { priority, .. } => priority,
+                    _ => priority,
+                };
                 self.queue.forget(key);
                 steps::requeued(&self.name, &traced, "requeue_after", millis(after));
                 let opts = AddOpts {
@@ -399,10 +420,11 @@ impl<H: SyncHandler> Controller<H> {
                     started_at = %clock.started_at(),
                     last_poll_at = %clock.last_poll_at(),
                     ?after,
+                    priority,
                     "synced; requeued"
                 );
             }
-            Ok(Err(err)) => {
+            Outcome::Failed(err) => {
                 // Put the key back with backoff; a transient error (a 409, the API
                 // server restarting) heals itself on a later try.
                 self.queue.add_with_opts(key, retry_opts(priority));
@@ -415,7 +437,7 @@ impl<H: SyncHandler> Controller<H> {
                     "error syncing; requeuing"
                 );
             }
-            Err(panic) => {
+            Outcome::Panicked(panic) => {
                 self.queue.add_with_opts(key, retry_opts(priority));
                 steps::requeued(&self.name, &traced, "panic", retries(&self.queue, key));
                 error!(
@@ -424,6 +446,18 @@ impl<H: SyncHandler> Controller<H> {
                     retries = self.queue.num_requeues(key),
                     panic = %panic_message(&*panic),
                     "panic while syncing (a bug); treated as an error and requeued"
+                );
+            }
+            Outcome::TimedOut(after) => {
+                // The worker is free again; the key retries with backoff, like an error.
+                self.queue.add_with_opts(key, retry_opts(priority));
+                steps::requeued(&self.name, &traced, "timeout", retries(&self.queue, key));
+                error!(
+                    controller = %self.name,
+                    key = %key,
+                    retries = self.queue.num_requeues(key),
+                    timeout = ?after,
+                    "{}; requeuing", outcome::timeout_message(after)
                 );
             }
         }

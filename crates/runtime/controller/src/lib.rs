@@ -109,6 +109,7 @@ pub mod gate;
 pub mod informer_synced;
 pub mod loop_options;
 pub mod metrics;
+mod outcome;
 pub mod owner;
 mod steps;
 mod sync_clock;

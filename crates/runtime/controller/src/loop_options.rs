@@ -72,6 +72,11 @@ pub struct LoopOptions {
     /// The longest a failed key waits for its retry; `None`: the limiter's own cap
     /// (1,000 s). Set by [`in_shard_group`](Self::in_shard_group).
     pub max_retry_delay: Option<Duration>,
+    /// A sync running longer is cancelled and its key retried with backoff
+    /// (controller-runtime's `ReconciliationTimeout`, `--reconcile-timeout`; see
+    /// [`Controller::with_reconcile_timeout`](crate::Controller::with_reconcile_timeout)).
+    /// `None`, the default: no limit, as in client-go and controller-runtime.
+    pub reconcile_timeout: Option<Duration>,
 }
 
 /// The longest a failed key of a shard group's replica waits for its retry (see the
@@ -88,6 +93,7 @@ impl Default for LoopOptions {
             priority_queue: true,
             backoff: Backoff::Coalescing,
             max_retry_delay: None,
+            reconcile_timeout: None,
         }
     }
 }
@@ -100,6 +106,7 @@ impl LoopOptions {
             priority_queue: false,
             backoff: Backoff::ClientGo,
             max_retry_delay: None,
+            reconcile_timeout: None,
         }
     }
 

@@ -60,19 +60,26 @@ pub enum ReconcileResult {
     Success,
     /// `Err(_)`: retried with rate-limited backoff.
     Error,
-    /// `Ok(Action::RequeueAfter(d))`: fine for now, look again after `d`.
+    /// `Ok(Action::RequeueAfter(d))` (or `RequeueWithPriority`): fine for now, look
+    /// again after `d`.
     RequeueAfter,
     /// The sync handler panicked; the loop caught it and retries like an error.
     Panic,
+    /// The sync ran past the reconcile timeout and was cancelled; retried like an
+    /// error (controller-runtime counts it as `error` plus
+    /// `controller_runtime_reconcile_timeouts_total`; here it has its own result, as a
+    /// panic has, and the same counter).
+    Timeout,
 }
 
 impl ReconcileResult {
     /// Every result, for pre-creating series.
-    pub const ALL: [ReconcileResult; 4] = [
+    pub const ALL: [ReconcileResult; 5] = [
         ReconcileResult::Success,
         ReconcileResult::Error,
         ReconcileResult::RequeueAfter,
         ReconcileResult::Panic,
+        ReconcileResult::Timeout,
     ];
 
     /// The label value: `success`, `error`, `requeue_after` or `panic`.
@@ -82,6 +89,7 @@ impl ReconcileResult {
             ReconcileResult::Error => "error",
             ReconcileResult::RequeueAfter => "requeue_after",
             ReconcileResult::Panic => "panic",
+            ReconcileResult::Timeout => "timeout",
         }
     }
 }

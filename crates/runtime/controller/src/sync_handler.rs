@@ -23,7 +23,8 @@
 //!
 //! controller-runtime added one more answer, which we keep:
 //! [`Action::RequeueAfter`] - "nothing failed, but look at this key again in a while"
-//! (for example to refresh usage figures in a status every 20 seconds).
+//! (for example to refresh usage figures in a status every 20 seconds), at the key's
+//! priority or, with [`Action::with_priority`], at one the sync chooses.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -36,16 +37,57 @@ pub enum Action {
     #[default]
     Done,
     /// Converged for now, but sync this key again after the duration
-    /// (controller-runtime's `Result{RequeueAfter: d}`). The key's failure backoff is
-    /// reset, exactly as for [`Action::Done`]; an event for the key in the meantime
-    /// still syncs it at once.
+    /// (controller-runtime's `Result{RequeueAfter: d}`), at the priority the key was
+    /// handed out with. The key's failure backoff is reset, exactly as for
+    /// [`Action::Done`]; an event for the key in the meantime still syncs it at once.
     RequeueAfter(Duration),
+    /// [`RequeueAfter`](Action::RequeueAfter) at a priority of the sync's choosing
+    /// (controller-runtime's `Result{RequeueAfter: d, Priority: &p}`): a periodic
+    /// refresh can go back at [`workqueue::priority::LOW`] so it never delays a
+    /// user's change, or a key another object waits on above the default. Made with
+    /// [`with_priority`](Action::with_priority).
+    RequeueWithPriority {
+        /// How long until the key is added again.
+        after: Duration,
+        /// The priority it is added at (higher goes first; see [`workqueue::priority`]).
+        priority: i32,
+    },
 }
 
 impl Action {
     /// Shorthand for [`Action::RequeueAfter`].
     pub fn requeue_after(after: Duration) -> Self {
         Action::RequeueAfter(after)
+    }
+
+    /// The same requeue at `priority` instead of the key's own; [`Action::Done`]
+    /// stays `Done` (nothing goes back in line).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use controller::Action;
+    /// use workqueue::priority::LOW;
+    ///
+    /// let refresh = Action::requeue_after(Duration::from_secs(20)).with_priority(LOW);
+    /// assert_eq!(refresh, Action::RequeueWithPriority { after: Duration::from_secs(20), priority: LOW });
+    /// assert_eq!(refresh.requeue(), Some(Duration::from_secs(20)));
+    /// assert_eq!(Action::Done.with_priority(LOW), Action::Done);
+    /// ```
+    pub fn with_priority(self, priority: i32) -> Self {
+        match self {
+            Action::Done => Action::Done,
+            Action::RequeueAfter(after) | Action::RequeueWithPriority { after, .. } => {
+                Action::RequeueWithPriority { after, priority }
+            }
+        }
+    }
+
+    /// When the key goes back in line (`None`: it does not).
+    pub fn requeue(&self) -> Option<Duration> {
+        match *self {
+            Action::Done => None,
+            Action::RequeueAfter(after) | Action::RequeueWithPriority { after, .. } => Some(after),
+        }
     }
 }
 

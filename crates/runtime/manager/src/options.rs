@@ -215,13 +215,19 @@ pub struct RunArgs {
     #[arg(long, env = "CLIENT_GO_BACKOFF", value_parser = clap::builder::FalseyValueParser::new())]
     pub client_go_backoff: bool,
 
+    /// Cancel a sync that runs longer than this and retry its key with backoff
+    /// (controller-runtime's ReconciliationTimeout); counted in
+    /// controller_runtime_reconcile_timeouts_total. 0, the default: no limit.
+    #[arg(long, env = "RECONCILE_TIMEOUT", default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
+    pub reconcile_timeout: Duration,
+
     /// Log format: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_enum)]
     pub log_format: LogFormat,
 }
 
 impl RunArgs {
-    /// The loop's staleness, queue-order and backoff choices these flags make.
+    /// The loop's staleness, queue-order, backoff and timeout choices these flags make.
     pub fn loop_options(&self) -> LoopOptions {
         LoopOptions {
             freshness_timeout: self.freshness_timeout,
@@ -232,6 +238,7 @@ impl RunArgs {
                 Backoff::Coalescing
             },
             max_retry_delay: None,
+            reconcile_timeout: Some(self.reconcile_timeout).filter(|t| !t.is_zero()),
         }
     }
 }

@@ -6,10 +6,12 @@
 //! took. That becomes
 //!
 //! * `controller_runtime_reconcile_total{controller, result}`: result is `success`,
-//!   `error`, `requeue_after` or `panic`;
-//! * `controller_runtime_reconcile_errors_total{controller}`: errors *and* panics (a
-//!   panic is a failed sync too, and the loop requeues it like an error);
+//!   `error`, `requeue_after`, `panic` or `timeout`;
+//! * `controller_runtime_reconcile_errors_total{controller}`: errors, panics and
+//!   timeouts (each is a failed sync, and the loop requeues it like an error);
 //! * `controller_runtime_reconcile_panics_total{controller}`: panics alone;
+//! * `controller_runtime_reconcile_timeouts_total{controller}`: syncs cancelled by the
+//!   reconcile timeout (`--reconcile-timeout`; controller-runtime v0.23's name);
 //! * `controller_runtime_reconcile_time_seconds{controller}`: a histogram of every
 //!   sync's duration, with controller-runtime's buckets (5 ms ... 60 s).
 //!
@@ -18,7 +20,7 @@
 //! existing dashboards and alerts for Kubernetes operators query. One difference:
 //! controller-runtime reports a panic as `result="error"` (plus the panics counter); we
 //! give it its own `result="panic"`, so the total still adds up and a panic is visible
-//! without a second query.
+//! without a second query; a timed-out sync likewise gets `result="timeout"`.
 //!
 //! The staleness guard (the controller crate's `freshness` module, KEP-5647) reports
 //! through the same hook, for keys that had a write on record before their sync:
@@ -77,6 +79,8 @@ pub mod names {
     pub const RECONCILE_ERRORS: &str = "controller_runtime_reconcile_errors_total";
     /// Counter: reconciliations that panicked, per controller.
     pub const RECONCILE_PANICS: &str = "controller_runtime_reconcile_panics_total";
+    /// Counter: reconciliations cancelled by the reconcile timeout, per controller.
+    pub const RECONCILE_TIMEOUTS: &str = "controller_runtime_reconcile_timeouts_total";
     /// Histogram: seconds per reconciliation, per controller.
     pub const RECONCILE_TIME: &str = "controller_runtime_reconcile_time_seconds";
     /// Counter: staleness-guard checks per controller and result.
@@ -121,6 +125,7 @@ pub struct ReconcileMetrics {
     total: Family<ControllerResultLabels, Counter>,
     errors: Family<ControllerLabel, Counter>,
     panics: Family<ControllerLabel, Counter>,
+    timeouts: Family<ControllerLabel, Counter>,
     time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     freshness_checks: Family<FreshnessLabels, Counter>,
     freshness_wait: Family<ControllerLabel, Histogram, fn() -> Histogram>,
@@ -147,6 +152,7 @@ impl ReconcileMetrics {
             total: Family::default(),
             errors: Family::default(),
             panics: Family::default(),
+            timeouts: Family::default(),
             time: Family::new_with_constructor(reconcile_time_histogram),
             freshness_checks: Family::default(),
             freshness_wait: Family::new_with_constructor(freshness_wait_histogram),
@@ -165,6 +171,11 @@ impl ReconcileMetrics {
             counter_family_name(names::RECONCILE_PANICS),
             "Total number of reconciliation panics per controller",
             metrics.panics.clone(),
+        );
+        registry.register(
+            counter_family_name(names::RECONCILE_TIMEOUTS),
+            "Total number of reconciliation timeouts per controller",
+            metrics.timeouts.clone(),
         );
         registry.register(
             names::RECONCILE_TIME,
@@ -203,11 +214,17 @@ impl ReconcileObserver for ReconcileMetrics {
                 result: result.as_str(),
             })
             .inc();
-        if matches!(result, ReconcileResult::Error | ReconcileResult::Panic) {
+        if matches!(
+            result,
+            ReconcileResult::Error | ReconcileResult::Panic | ReconcileResult::Timeout
+        ) {
             self.errors.get_or_create(&label).inc();
         }
         if result == ReconcileResult::Panic {
             self.panics.get_or_create(&label).inc();
+        }
+        if result == ReconcileResult::Timeout {
+            self.timeouts.get_or_create(&label).inc();
         }
         self.time
             .get_or_create(&label)
@@ -226,6 +243,7 @@ impl ReconcileObserver for ReconcileMetrics {
         }
         let _ = self.errors.get_or_create(&label);
         let _ = self.panics.get_or_create(&label);
+        let _ = self.timeouts.get_or_create(&label);
     }
 
     fn observe_freshness(&self, controller: &str, result: FreshnessResult, waited: Duration) {

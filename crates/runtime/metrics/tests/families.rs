@@ -358,7 +358,7 @@ async fn the_last_resource_version_follows_events_and_ignores_non_numbers() {
 }
 
 #[test]
-fn reconcile_families_count_results_errors_panics_and_durations() {
+fn reconcile_families_count_results_errors_panics_timeouts_and_durations() {
     let registry = Registry::new();
     let reconcile = ReconcileMetrics::new(&registry);
     reconcile.init_controller("foo");
@@ -369,25 +369,37 @@ fn reconcile_families_count_results_errors_panics_and_durations() {
             &[("controller", "foo"), ("result", result)],
         )
     };
-    for result in ["success", "error", "requeue_after", "panic"] {
+    for result in ["success", "error", "requeue_after", "panic", "timeout"] {
         assert_eq!(total(result), 0.0, "pre-created at zero: {result}");
     }
+    let foo = [("controller", "foo")];
+    assert_eq!(
+        value(
+            &registry,
+            "controller_runtime_reconcile_timeouts_total",
+            &foo
+        ),
+        0.0,
+        "pre-created at zero"
+    );
 
     reconcile.observe("foo", ReconcileResult::Success, Duration::from_millis(3));
     reconcile.observe("foo", ReconcileResult::Success, Duration::from_millis(30));
     reconcile.observe("foo", ReconcileResult::Error, Duration::from_millis(200));
     reconcile.observe("foo", ReconcileResult::RequeueAfter, Duration::from_secs(2));
     reconcile.observe("foo", ReconcileResult::Panic, Duration::from_secs(90));
+    reconcile.observe("foo", ReconcileResult::Timeout, Duration::from_secs(30));
     reconcile.observe("bar", ReconcileResult::Success, Duration::from_millis(1));
 
     assert_eq!(total("success"), 2.0);
     assert_eq!(total("error"), 1.0);
     assert_eq!(total("requeue_after"), 1.0);
     assert_eq!(total("panic"), 1.0);
-    let foo = [("controller", "foo")];
+    assert_eq!(total("timeout"), 1.0);
+    // Errors, panics and timeouts are all failed syncs.
     assert_eq!(
         value(&registry, "controller_runtime_reconcile_errors_total", &foo),
-        2.0
+        3.0
     );
     assert_eq!(
         value(&registry, "controller_runtime_reconcile_panics_total", &foo),
@@ -396,10 +408,18 @@ fn reconcile_families_count_results_errors_panics_and_durations() {
     assert_eq!(
         value(
             &registry,
+            "controller_runtime_reconcile_timeouts_total",
+            &foo
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &registry,
             "controller_runtime_reconcile_time_seconds_count",
             &foo
         ),
-        5.0
+        6.0
     );
     let bucket = |le: &str| {
         value(
@@ -412,14 +432,18 @@ fn reconcile_families_count_results_errors_panics_and_durations() {
     assert_eq!(bucket("0.05"), 2.0);
     assert_eq!(bucket("0.25"), 3.0);
     assert_eq!(bucket("2.0"), 4.0);
-    assert_eq!(bucket("60.0"), 4.0, "90 s is past the last bucket");
-    assert_eq!(bucket("+Inf"), 5.0);
+    assert_eq!(
+        bucket("60.0"),
+        5.0,
+        "30 s is in it, 90 s is past the last bucket"
+    );
+    assert_eq!(bucket("+Inf"), 6.0);
     let sum = value(
         &registry,
         "controller_runtime_reconcile_time_seconds_sum",
         &foo,
     );
-    assert!((sum - 92.233).abs() < 1e-9, "{sum}");
+    assert!((sum - 122.233).abs() < 1e-9, "{sum}");
     // Controllers are separate series.
     assert_eq!(
         value(

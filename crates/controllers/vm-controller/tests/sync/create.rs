@@ -9,7 +9,7 @@ async fn a_new_vm_gets_the_finalizer_then_creating_then_a_server_then_active() {
 
     let action = w.sync().await.unwrap();
 
-    assert_eq!(action, Action::RequeueAfter(PERIOD));
+    assert_eq!(action, refresh());
     assert_eq!(
         w.api.action_names(),
         [
@@ -112,11 +112,7 @@ async fn every_step_of_creation_is_safe_to_re_enter() {
         };
         assert!(w.sync().await.is_err(), "{what}: the first sync fails");
         w.settle(failed_action.as_deref());
-        assert_eq!(
-            w.sync().await.unwrap(),
-            Action::RequeueAfter(PERIOD),
-            "{what}"
-        );
+        assert_eq!(w.sync().await.unwrap(), refresh(), "{what}");
         w.settle(None);
         assert_eq!(w.phase(), Some(VirtualMachinePhase::Active), "{what}");
         assert_eq!(w.driver.servers_created(), 1, "{what}");
@@ -162,7 +158,7 @@ async fn a_crash_between_create_and_status_write_does_not_create_a_second_server
     assert_eq!(w.phase(), Some(VirtualMachinePhase::Creating));
 
     // A new controller instance (new syncer, same driver) converges on that server.
-    assert_eq!(w.sync().await.unwrap(), Action::RequeueAfter(PERIOD));
+    assert_eq!(w.sync().await.unwrap(), refresh());
     w.settle(None);
     assert_eq!(w.phase(), Some(VirtualMachinePhase::Active));
     assert_eq!(w.cached().status.unwrap().server.unwrap().id, "fake-1");
@@ -215,7 +211,7 @@ async fn a_driver_failure_is_failed_with_a_reason_then_recovers() {
         ]
     );
 
-    assert_eq!(w.sync().await.unwrap(), Action::RequeueAfter(PERIOD));
+    assert_eq!(w.sync().await.unwrap(), refresh());
     w.settle(None);
     let status = w.cached().status.unwrap();
     assert_eq!(
@@ -273,7 +269,7 @@ async fn an_oversized_cpu_count_names_the_real_limit_where_users_read_it() {
         let action = w.sync().await.unwrap();
 
         if !refused {
-            assert_eq!(action, Action::RequeueAfter(PERIOD), "{cpu} CPUs");
+            assert_eq!(action, refresh(), "{cpu} CPUs");
             assert_eq!(w.driver.calls(Operation::Create), 1, "{cpu} CPUs");
             continue;
         }

@@ -36,6 +36,12 @@ use vm_driver::{Driver, FakeDriver, Operation, ServerSpec};
 const KEY: &str = "default/test-vm";
 const UID: &str = "5c3d2f0e-8f1b-4c6a-9a53-0d2b1e7f4a10";
 const PERIOD: Duration = Duration::from_secs(20);
+
+/// What an `Active` sync returns: the usage refresh after `PERIOD`, behind users'
+/// changes (at `LOW`).
+fn refresh() -> Action {
+    Action::requeue_after(PERIOD).with_priority(workqueue::priority::LOW)
+}
 /// The fixed "now" of every test: 2025-01-01T00:00:00Z.
 const NOW: i64 = 1_735_689_600;
 

@@ -7,7 +7,7 @@ async fn an_active_vm_with_fresh_status_costs_one_driver_read_and_no_write() {
     let w = active_world(Duration::from_secs(1)).await;
     let reads = w.driver.calls(Operation::Status);
 
-    assert_eq!(w.sync().await.unwrap(), Action::RequeueAfter(PERIOD));
+    assert_eq!(w.sync().await.unwrap(), refresh());
 
     assert!(w.api.actions().is_empty(), "{:?}", w.api.action_names());
     assert_eq!(w.driver.calls(Operation::Status), reads + 1);
@@ -68,7 +68,7 @@ async fn an_unobservable_server_is_unknown_then_active_again() {
     assert_eq!(status.server.unwrap().id, "fake-1", "the server is kept");
     assert_eq!(w.events.take_events().len(), 1);
 
-    assert_eq!(w.sync().await.unwrap(), Action::RequeueAfter(PERIOD));
+    assert_eq!(w.sync().await.unwrap(), refresh());
     w.settle(None);
     assert_eq!(w.phase(), Some(VirtualMachinePhase::Active));
     assert_eq!(w.driver.servers_created(), 1);
@@ -101,7 +101,7 @@ async fn a_resize_is_reported_not_applied() {
     vm.spec.resource.cpu = k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".into());
     w.put(vm);
 
-    assert_eq!(w.sync().await.unwrap(), Action::RequeueAfter(PERIOD));
+    assert_eq!(w.sync().await.unwrap(), refresh());
     let actions = w.api.actions();
     assert_eq!(
         w.api.action_names(),
