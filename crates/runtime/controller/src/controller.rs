@@ -41,7 +41,6 @@
 //! The queue guarantees that a key is never held by two workers at once, so N workers
 //! give parallelism across objects and none within one.
 
-use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
@@ -60,7 +59,7 @@ use crate::freshness::Freshness;
 use crate::gate::{Admission, SyncGate};
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics;
-use crate::outcome::{self, Outcome};
+use crate::outcome::{self, Outcome, panic_message};
 use crate::steps;
 use crate::sync_clock::SyncClock;
 use crate::sync_handler::{Action, SyncHandler};
@@ -497,30 +496,4 @@ fn millis(d: Duration) -> i64 {
 /// The key's failed tries so far, for a step.
 fn retries(queue: &RateLimitingQueue<String>, key: &String) -> i64 {
     i64::from(queue.num_requeues(key))
-}
-
-/// The text of a panic payload (`panic!("...")` carries a `&str` or a `String`).
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "non-string panic payload"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn panic_messages_are_extracted() {
-        let p = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
-        assert_eq!(panic_message(&*p), "boom");
-        let p = std::panic::catch_unwind(|| panic!("{} {}", "formatted", 1)).unwrap_err();
-        assert_eq!(panic_message(&*p), "formatted 1");
-        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
-        assert_eq!(panic_message(&*p), "non-string panic payload");
-    }
 }

@@ -27,7 +27,6 @@ use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::controller::panic_message;
 use crate::metrics::ReconcileResult;
 use crate::sync_handler::Action;
 
@@ -91,9 +90,30 @@ where
     }
 }
 
+/// The text of a panic payload (`panic!("...")` carries a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panic_messages_are_extracted() {
+        let p = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+        assert_eq!(panic_message(&*p), "boom");
+        let p = std::panic::catch_unwind(|| panic!("{} {}", "formatted", 1)).unwrap_err();
+        assert_eq!(panic_message(&*p), "formatted 1");
+        let p = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_message(&*p), "non-string panic payload");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_sync_past_the_timeout_is_dropped_and_reported() {
