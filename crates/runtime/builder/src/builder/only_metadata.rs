@@ -35,7 +35,11 @@ where
     /// Objects of kind `C` that a `K` controls, cached as metadata only
     /// (controller-runtime's `Owns(&C{}, builder.OnlyMetadata)`): a change to one
     /// enqueues the `K` named by its controller ownerReference, as
-    /// [`owns`](Self::owns) does. See the [module docs](self).
+    /// [`owns`](Self::owns) does: the same watch over `PartialObjectMeta<C>`, through
+    /// the factory's metadata-only informer (`cache::MetadataInformer`), read with
+    /// [`metadata_lister`](Builder::metadata_lister). Worth it when the reconciler reads
+    /// nothing but metadata of `C` from the cache and no other controller in the
+    /// process caches `C` whole (that would be a second watch of the same objects).
     pub fn owns_metadata<C: Object>(self) -> Self {
         self.owns::<PartialObjectMeta<C>>()
     }

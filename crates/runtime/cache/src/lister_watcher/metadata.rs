@@ -13,12 +13,14 @@
 //! cut happens on the server, so neither the wire nor the client's decoder sees the
 //! rest.
 //!
-//! Here a metadata-only lister-watcher is the ordinary [`ApiListerWatcher`](super::ApiListerWatcher) over
+//! Here a metadata-only lister-watcher is the ordinary
+//! [`ApiListerWatcher`](super::ApiListerWatcher) over
 //! [`kube::core::PartialObjectMeta<K>`], typed by the full kind `K`:
 //! `ApiListerWatcher::new(Api::<PartialObjectMeta<ConfigMap>>::all(client))`.
 //! `PartialObjectMeta<K>` answers [`Resource::metadata_api`] with `true`, and that is
-//! what makes the lister-watcher ask with the headers of this module (`accept`)
-//! instead of protobuf or plain JSON. Everything else is unchanged: the pager and its
+//! what makes the lister-watcher ask with the headers of this module
+//! ([`METADATA_LIST_ACCEPT`], [`METADATA_WATCH_ACCEPT`]) instead of protobuf or plain
+//! JSON. Everything else is unchanged: the pager and its
 //! read-ahead, the watch stream, streaming lists (`sendInitialEvents`: the initial
 //! events and the closing bookmark arrive as `PartialObjectMetadata` too),
 //! [`strip_managed_fields`](super::ApiListerWatcher::strip_managed_fields), sharding.
