@@ -159,14 +159,16 @@ pub async fn run(client: Client, namespace: &str) -> Result<String> {
     // Then the operator's own part, kubebuilder's SetupWithManager.
     let builder = builder
         .for_::<MyWeb>()
-        .owns::<ConfigMap>()
+        // The ConfigMap's metadata only (builder.OnlyMetadata): the reconciler never
+        // reads its page from the cache, only whose it is (myweb_operator::setup says why).
+        .owns_metadata::<ConfigMap>()
         .owns::<Deployment>()
         .owns::<Service>();
     // The reconciler reads the caches the watches fill (controller-runtime's cached
     // client).
     let listers = Listers {
         webs: builder.lister(),
-        config_maps: builder.lister(),
+        config_maps: builder.metadata_lister(),
         deployments: builder.lister(),
         services: builder.lister(),
     };

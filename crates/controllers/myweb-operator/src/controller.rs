@@ -51,8 +51,20 @@ pub fn new_controller(
 /// `recorder` (kubebuilder's `SetupWithManager`).
 ///
 /// ```text
-/// For(&MyWeb{}).Owns(&ConfigMap{}).Owns(&Deployment{}).Owns(&Service{}).Complete(r)
+/// For(&MyWeb{}).Owns(&ConfigMap{}, builder.OnlyMetadata).Owns(&Deployment{}).Owns(&Service{}).Complete(r)
 /// ```
+///
+/// Why only the ConfigMap is watched as metadata: the reconciler reads an owned
+/// object from the cache for two things, whose it is and its UID
+/// (`MyWebReconciler::ensure`), and never its content. It applies the ConfigMap's
+/// page from the MyWeb's spec, and its drift correction is the apply that follows
+/// any change the metadata watch reports (an edit of `data` changes the
+/// resourceVersion, so it arrives). The page is the ConfigMap's bulk, so caching it
+/// whole would be memory and decoding for nothing. The Deployment and the Service
+/// stay whole: the Deployment's informer is the one other controllers in a process
+/// share (the Foo controller's, `tests/e2e/shared_informer.rs`), where a metadata
+/// one would be a second watch and cache of the same objects, and a Service is a
+/// few hundred bytes, its metadata the larger part.
 pub fn setup(builder: Builder<NoFor>, recorder: EventRecorder) -> MyWebController {
     // The staleness guard follows every watched kind: the reconciler applies the
     // ConfigMap, Deployment and Service and writes the MyWeb's status, and reports
@@ -61,13 +73,13 @@ pub fn setup(builder: Builder<NoFor>, recorder: EventRecorder) -> MyWebControlle
     let client = builder.client().clone();
     let builder = builder
         .for_::<MyWeb>()
-        .owns::<ConfigMap>()
+        .owns_metadata::<ConfigMap>()
         .owns::<Deployment>()
         .owns::<Service>();
     // The reconciler reads the caches the watches above fill.
     let listers = Listers {
         webs: builder.lister(),
-        config_maps: builder.lister(),
+        config_maps: builder.metadata_lister(),
         deployments: builder.lister(),
         services: builder.lister(),
     };

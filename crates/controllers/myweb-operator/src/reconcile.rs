@@ -50,7 +50,7 @@ use std::fmt::Debug;
 
 use apis::operator::v1::MyWeb;
 use builder::{Action, Reconciler, Request};
-use cache::Lister;
+use cache::{Lister, MetadataLister};
 use controller::{ApiError, Freshness, is_controlled_by};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -58,6 +58,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use record::{EventRecorder, EventType};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -73,7 +74,7 @@ use crate::{FIELD_MANAGER, REASON_READY, objects};
 pub struct MyWebReconciler {
     client: kube::Client,
     webs: Lister<MyWeb>,
-    config_maps: Lister<ConfigMap>,
+    config_maps: MetadataLister<ConfigMap>,
     deployments: Lister<Deployment>,
     services: Lister<Service>,
     recorder: EventRecorder,
@@ -85,8 +86,10 @@ pub struct MyWebReconciler {
 pub struct Listers {
     /// MyWebs.
     pub webs: Lister<MyWeb>,
-    /// ConfigMaps.
-    pub config_maps: Lister<ConfigMap>,
+    /// ConfigMaps, their metadata only: the reconciler reads nothing else of a
+    /// ConfigMap from the cache (whose it is, its UID), and never its `data`
+    /// (it applies the page from the MyWeb's spec). See `controller::setup`.
+    pub config_maps: MetadataLister<ConfigMap>,
     /// Deployments.
     pub deployments: Lister<Deployment>,
     /// Services.
@@ -117,12 +120,16 @@ impl MyWebReconciler {
 
     /// Tells the staleness guard that reconciling `web` wrote `obj`
     /// (and the pipeline view, which shows it as a step of `web`'s trip).
-    fn wrote<K: kube::Resource + 'static>(&self, web: &MyWeb, obj: &K) {
+    /// `C` is the type of the informer that must catch up with the write: `K` itself,
+    /// or `PartialObjectMeta<K>` for a kind cached as metadata only.
+    fn wrote<C: 'static, K: kube::Resource>(&self, web: &MyWeb, obj: &K) {
         controller::record_write(obj);
-        if let Some(freshness) = &self.freshness {
+        if let (Some(freshness), Some(version)) =
+            (&self.freshness, obj.meta().resource_version.as_deref())
+        {
             let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
             let name = web.metadata.name.as_deref().unwrap_or_default();
-            freshness.wrote(&format!("{namespace}/{name}"), obj);
+            freshness.wrote_version::<C>(&format!("{namespace}/{name}"), version);
         }
     }
 
@@ -191,8 +198,15 @@ impl MyWebReconciler {
     }
 
     /// Creates `desired` if the cache has no object of its name, applies it if the
-    /// cached one is controlled by `web`, and refuses otherwise.
-    async fn ensure<K: Owned>(&self, web: &MyWeb, cache: &Lister<K>, mut desired: K) -> Result<K> {
+    /// cached one is controlled by `web`, and refuses otherwise. Reads only the cached
+    /// object's metadata (owner references, UID), so the cache may hold the kind whole
+    /// or its metadata alone ([`Owned::Cached`]).
+    async fn ensure<K: Owned>(
+        &self,
+        web: &MyWeb,
+        cache: &Lister<K::Cached>,
+        mut desired: K,
+    ) -> Result<K> {
         let namespace = desired.meta().namespace.clone().unwrap_or_default();
         let name = desired.meta().name.clone().unwrap_or_default();
         // Through the typed client: protobuf on the wire, as client-go's clientset.
@@ -224,7 +238,7 @@ impl MyWebReconciler {
             }
             Err(err) => Err(Error::Cache(err)),
         }?;
-        self.wrote(web, &written);
+        self.wrote::<K::Cached, _>(web, &written);
         Ok(written)
     }
 
@@ -251,7 +265,7 @@ impl MyWebReconciler {
             .replace_status(name, &params, &updated)
             .await
             .map_err(|e| Error::Api(ApiError::new("update MyWeb status", namespace, name, e)))?;
-        self.wrote(web, &written);
+        self.wrote::<MyWeb, _>(web, &written);
         if readiness.ready && !was_ready {
             self.recorder.event(
                 web,
@@ -275,24 +289,30 @@ trait Owned:
     + Sync
     + 'static
 {
+    /// What the operator's cache holds of this kind: the whole object, or its
+    /// metadata alone (`PartialObjectMeta<Self>`, see `controller::setup`).
+    type Cached: Resource<DynamicType = ()> + Send + Sync + 'static;
     const KIND: &'static str;
     const CREATE: &'static str;
     const APPLY: &'static str;
 }
 
 impl Owned for ConfigMap {
+    type Cached = PartialObjectMeta<ConfigMap>;
     const KIND: &'static str = "ConfigMap";
     const CREATE: &'static str = "create ConfigMap";
     const APPLY: &'static str = "apply ConfigMap";
 }
 
 impl Owned for Deployment {
+    type Cached = Deployment;
     const KIND: &'static str = "Deployment";
     const CREATE: &'static str = "create Deployment";
     const APPLY: &'static str = "apply Deployment";
 }
 
 impl Owned for Service {
+    type Cached = Service;
     const KIND: &'static str = "Service";
     const CREATE: &'static str = "create Service";
     const APPLY: &'static str = "apply Service";

@@ -13,6 +13,7 @@ use cache::{Indexer, Lister};
 use controller::testing::{ApiAction, FakeApi};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
 use myweb_operator::status::{Readiness, next_status};
 use myweb_operator::{Error, Listers, MyWebReconciler, objects};
 use record::FakeRecorder;
@@ -21,7 +22,8 @@ use serde_json::Value;
 /// One test's world: caches we fill by hand, the fake API, the fake recorder.
 struct Fixture {
     webs: Indexer<MyWeb>,
-    config_maps: Indexer<ConfigMap>,
+    /// Metadata only, as the operator's metadata informer caches ConfigMaps.
+    config_maps: Indexer<PartialObjectMeta<ConfigMap>>,
     deployments: Indexer<Deployment>,
     services: Indexer<Service>,
     api: FakeApi,
@@ -56,6 +58,11 @@ impl Fixture {
         indexer.add(cache::meta_namespace_key(&obj).unwrap(), Arc::new(obj));
     }
 
+    /// Caches `cm` as the metadata informer would: its metadata, nothing else.
+    fn add_config_map(&self, cm: ConfigMap) {
+        Self::add(&self.config_maps, cm.metadata.into_response_partial());
+    }
+
     /// Puts the three objects the operator would have made for `web` in the caches,
     /// as the API server would have stored them (with UIDs), the Deployment rolled out.
     fn add_owned_objects(&self, web: &MyWeb) {
@@ -72,7 +79,7 @@ impl Fixture {
         d.status = Some(rolled_out());
         let mut svc = objects::service(web).unwrap();
         stored(&mut svc.metadata, "svc");
-        Self::add(&self.config_maps, cm);
+        self.add_config_map(cm);
         Self::add(&self.deployments, d);
         Self::add(&self.services, svc);
     }
@@ -277,7 +284,7 @@ async fn an_object_of_the_same_name_not_controlled_by_the_web_is_never_touched()
     foreign.metadata.namespace = Some("default".into());
     foreign.metadata.name = Some("site".into());
     foreign.metadata.uid = Some("uid-foreign".into());
-    Fixture::add(&f.config_maps, foreign);
+    f.add_config_map(foreign);
 
     let err = f.reconcile("site").await.unwrap_err();
 

@@ -46,6 +46,8 @@ use crate::handler::{EnqueueHandler, MapFn, request_for_object, request_for_owne
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Reconciler, ReconcilerAdapter, Request};
 
+mod only_metadata;
+
 /// How to build the `Api` an informer lists and watches for a kind's scope: all
 /// namespaces, or one, for namespaced kinds; always the whole cluster for
 /// cluster-scoped kinds.

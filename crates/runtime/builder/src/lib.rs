@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `pkg/builder`: `For`, `Owns`, `Watches`, `WithEventFilter`, `Complete` | [`Builder`] | `SharedInformerFactory::informer_for_api` + `add_event_handler` |
 //! | `pkg/source.Kind` | one shared informer per kind and scope | `cache::SharedIndexInformer` (Reflector, DeltaFIFO, Indexer) |
+//! | `builder.OnlyMetadata` (`Owns(&C{}, OnlyMetadata)`, `Watches(.., OnlyMetadata)`) | [`Builder::owns_metadata`], [`Builder::watches_metadata`], [`Builder::metadata_lister`] | `SharedInformerFactory::metadata_informer_for_api` (`cache::MetadataInformer`: `PartialObjectMeta<C>`) |
 //! | `pkg/handler`: `EnqueueRequestForObject`, `EnqueueRequestForOwner`, `EnqueueRequestsFromMapFunc` | [`handler`] | `cache::EventHandler` + `RateLimitingQueue::add` |
 //! | `pkg/predicate` | [`predicate`] | the resync check in sample-controller's `handleObject` |
 //! | `pkg/reconcile`: `Request`, `Result`, `Reconciler` | [`Request`], [`Action`], [`Reconciler`] | `controller::SyncHandler` (key in, `Action` out) |

@@ -220,6 +220,10 @@ impl SharedInformerFactory {
     /// The shared informer for the objects `api` covers (build it with `Api::all`,
     /// `Api::namespaced`, ...), filtered by `options`. The same (kind, URL, options)
     /// always gets the same informer.
+    ///
+    /// `K` may be a [`PartialObjectMeta`](kube::core::PartialObjectMeta) of a kind: the
+    /// informer is then metadata-only (see
+    /// [`metadata_informer_for_api`](Self::metadata_informer_for_api)).
     pub fn informer_for_api<K>(
         &self,
         api: Api<K>,
@@ -234,6 +238,26 @@ impl SharedInformerFactory {
             + Sync
             + 'static,
     {
+        self.shared_informer(api, options, &())
+    }
+
+    /// The one informer of `K` for `api` and `options`, made on the first request:
+    /// what every `*_informer_for*` method comes down to. `dyntype` is `K`'s dynamic
+    /// type (`()` for typed kinds, the [`ApiResource`](kube::core::ApiResource) of a
+    /// `DynamicObject`), for the informer's name and metrics labels.
+    ///
+    /// The key is `K`'s type, the collection URL and the options: a kind's full and
+    /// metadata-only informers are two types, so two informers; two dynamic
+    /// resources are one type at two URLs, so two informers as well.
+    pub(crate) fn shared_informer<K>(
+        &self,
+        api: Api<K>,
+        options: InformerOptions,
+        dyntype: &K::DynamicType,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    {
         let key = InformerKey {
             kind: TypeId::of::<K>(),
             url: api.resource_url().to_string(),
@@ -246,8 +270,9 @@ impl SharedInformerFactory {
             return informer.clone();
         }
         let name = format!(
-            "{}{}",
-            K::kind(&()),
+            "{}{}{}",
+            K::kind(dyntype),
+            if K::metadata_api() { " metadata" } else { "" },
             describe(&key.url, &options, self.shard_ranges.is_some())
         );
         let mut lister_watcher = ApiListerWatcher::new(api)
@@ -273,9 +298,9 @@ impl SharedInformerFactory {
         if let Some(factory_name) = &self.name {
             informer.set_metrics_identity(InformerNameAndResource {
                 name: factory_name.clone(),
-                group: K::group(&()).into_owned(),
-                version: K::version(&()).into_owned(),
-                resource: K::plural(&()).into_owned(),
+                group: K::group(dyntype).into_owned(),
+                version: K::version(dyntype).into_owned(),
+                resource: K::plural(dyntype).into_owned(),
             });
         }
         if let Some(filter) = sharded {
@@ -294,6 +319,11 @@ impl SharedInformerFactory {
             }),
         );
         informer
+    }
+
+    /// The client the informers list and watch through.
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Starts every informer handed out so far that is not running yet: client-go's

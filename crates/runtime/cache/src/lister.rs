@@ -19,8 +19,8 @@ use crate::store::{Indexer, NAMESPACE_INDEX};
 
 /// The resource name used in NotFound errors: `plural.group`, or `plural` for the
 /// core group (e.g. `deployments.apps`, `configmaps`), as apimachinery prints it.
-fn resource_name<K: Resource<DynamicType = ()>>() -> String {
-    let (plural, group) = (K::plural(&()), K::group(&()));
+fn resource_name<K: Resource>(dyntype: &K::DynamicType) -> String {
+    let (plural, group) = (K::plural(dyntype), K::group(dyntype));
     if group.is_empty() {
         plural.into_owned()
     } else {
@@ -85,9 +85,18 @@ impl<K> fmt::Debug for Lister<K> {
 impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> Lister<K> {
     /// A lister over `indexer`.
     pub fn new(indexer: Indexer<K>) -> Self {
+        Self::with_dynamic_type(indexer, &())
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Lister<K> {
+    /// A lister over `indexer` of a kind known at run time: `dyntype` is the
+    /// [`ApiResource`](kube::core::ApiResource) of a `DynamicObject` (client-go's
+    /// `dynamiclister.New(indexer, gvr)`), which names the resource in NotFound errors.
+    pub fn with_dynamic_type(indexer: Indexer<K>, dyntype: &K::DynamicType) -> Self {
         Self {
             indexer,
-            resource: resource_name::<K>(),
+            resource: resource_name::<K>(dyntype),
         }
     }
 
@@ -164,7 +173,7 @@ impl<K> fmt::Debug for NamespaceLister<K> {
     }
 }
 
-impl<K: Resource<DynamicType = ()> + Send + Sync + 'static> NamespaceLister<K> {
+impl<K: Resource + Send + Sync + 'static> NamespaceLister<K> {
     /// The object `name` in this namespace, or [`Error::NotFound`].
     pub fn get(&self, name: &str) -> Result<Arc<K>> {
         self.lister.get(&self.namespace, name)

@@ -9,7 +9,10 @@
 //! before decoding the current one, and watches through [`watch_stream`], which
 //! decodes the event lines where they arrived. Both can leave `managedFields` out of
 //! what they decode ([`ApiListerWatcher::strip_managed_fields`]). Built-in types are
-//! asked for as protobuf, as client-go's informers do ([`protobuf`], [`Wire`]).
+//! asked for as protobuf, as client-go's informers do ([`protobuf`], [`Wire`]). Over
+//! [`PartialObjectMeta<K>`](kube::core::PartialObjectMeta) the same lister-watcher is
+//! client-go's metadata-only one: the server sends each object's `metadata` alone
+//! ([`metadata`]).
 
 use std::fmt;
 
@@ -21,11 +24,13 @@ use kube::core::Request;
 use serde::de::DeserializeOwned;
 
 pub mod json_scan;
+pub mod metadata;
 pub mod pager;
 pub mod protobuf;
 pub mod sharded;
 pub mod watch_stream;
 pub mod wire;
+use metadata::Verb;
 use pager::Pager;
 use sharded::{SHARD_SELECTOR_PARAM, ShardState};
 use wire::Answered;
@@ -277,6 +282,7 @@ where
         let client = self.api.clone().into_client();
         let initial = options.send_initial_events;
         let protobuf = self.wire.decoder::<K>();
+        let accept = metadata::accept::<K>(Verb::Watch, protobuf.is_some());
         async move {
             let mut request = request?;
             let shard = match &self.shard {
@@ -306,12 +312,9 @@ where
                 http::header::ACCEPT_ENCODING,
                 http::HeaderValue::from_static("identity"),
             );
-            if protobuf.is_some() {
-                request.headers_mut().insert(
-                    http::header::ACCEPT,
-                    http::HeaderValue::from_static(protowire::ACCEPT),
-                );
-            }
+            // Protobuf for built-in types, PartialObjectMetadata for a metadata-only
+            // informer ([`metadata`]), else kube's JSON.
+            metadata::set_accept(&mut request, accept);
             let response = client.send(request.map(kube::client::Body::from)).await?;
             let answered = Wire::of_response(response.headers());
             let body = pager::check_status(response).await?;
@@ -355,6 +358,8 @@ impl<K: kube::Resource + Clone> ApiListerWatcher<K> {
             .list(&params)
             .map_err(kube::Error::BuildRequest)?;
         sharded::append_query(&mut request, SHARD_SELECTOR_PARAM, selector);
+        // A metadata-only informer probes for metadata too; JSON otherwise.
+        metadata::set_accept(&mut request, metadata::accept::<K>(Verb::List, false));
         request.extensions_mut().insert("list");
         let client = self.api.clone().into_client();
         let answer: serde_json::Value = client.request(request).await?;

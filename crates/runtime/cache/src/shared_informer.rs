@@ -342,6 +342,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         *self.inner.queue_kind.lock() = kind;
     }
 
+    /// The informer's name (kind, scope, filters), as its logs and the factory say it.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
     /// The cache: client-go's `GetIndexer`.
     pub fn indexer(&self) -> &Indexer<K> {
         &self.inner.indexer

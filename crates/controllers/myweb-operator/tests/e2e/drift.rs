@@ -1,5 +1,7 @@
 //! Drift: someone changes or deletes an object the operator owns, and the next
-//! reconcile (triggered by the owned object's watch event) puts it back.
+//! reconcile (triggered by the owned object's watch event) puts it back. The
+//! ConfigMap's watch is metadata-only (`owns_metadata`): an edit of its `data` and its
+//! deletion must reach the operator all the same.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
@@ -54,6 +56,36 @@ async fn an_edited_config_map_gets_its_page_back() -> anyhow::Result<()> {
         Some("someone")
     );
     assert!(controller::is_controlled_by(&restored, &web));
+    Ok(())
+}
+
+/// The operator watches ConfigMaps as metadata only (`owns_metadata`): the delete
+/// still reaches it, through the metadata watch, well before a resync would.
+#[tokio::test]
+async fn a_deleted_config_map_is_recreated_with_its_page() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("myweb").await?;
+    install_crds(env.client()).await?;
+    let _operator = RunningOperator::start(env.client().clone(), env.namespace());
+
+    let name = "reborn";
+    let page = "<h1>still here</h1>";
+    let web = create_web(&env, name, "nginx", ports::DRIFT_CONFIG_MAP_DELETED, page).await?;
+    let (first, _, _) = wait_for_objects(&env, &web).await?;
+
+    let deleted_at = std::time::Instant::now();
+    api::<ConfigMap>(&env)
+        .delete(name, &DeleteParams::default())
+        .await?;
+    let second = wait_for_object::<ConfigMap>(&env, name, "ConfigMap recreated", |c| {
+        c.metadata.uid.is_some()
+            && c.metadata.uid != first.metadata.uid
+            && controller::is_controlled_by(c, &web)
+    })
+    .await?;
+    let took = deleted_at.elapsed();
+    assert_eq!(page_of(&second).as_deref(), Some(page));
+    // The delete event did it, not the resync (RESYNC, 30 s) that would also notice.
+    assert!(took < RESYNC, "recreated after {took:?}");
     Ok(())
 }
 

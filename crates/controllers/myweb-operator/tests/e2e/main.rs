@@ -9,7 +9,7 @@
 //! | module | what it pins down |
 //! |---|---|
 //! | [`reconcile`] | the tutorial's MyWeb gets its ConfigMap, Deployment and Service and becomes Ready; each spec field propagates |
-//! | [`drift`] | an edited ConfigMap, a deleted Service and a scaled Deployment are put back |
+//! | [`drift`] | an edited ConfigMap, a deleted ConfigMap, a deleted Service and a scaled Deployment are put back (the ConfigMap through a metadata-only watch) |
 //! | [`conflicts`] | a foreign ConfigMap is never touched (ErrResourceExists); a taken node port is ApplyFailed, without a hot loop |
 //! | (`crates/controllers/apis/tests/e2e_crds.rs`) | the CRD's schema refuses bad node ports and an empty image (422) |
 //! | [`gc`] | deleting a MyWeb (background or foreground) garbage-collects its objects |
@@ -84,6 +84,8 @@ pub mod ports {
     pub const RBAC: i32 = 30020;
     /// The tutorial's chapter 7 example (its `NODE_PORT`, checked by the test).
     pub const TUTORIAL: i32 = 30021;
+    /// drift: the deleted ConfigMap.
+    pub const DRIFT_CONFIG_MAP_DELETED: i32 = 30022;
 }
 
 /// Installs the CRDs (idempotent; every test may do it at the same time).

@@ -28,7 +28,7 @@ async fn tutorial_07_the_builder_wires_for_and_owns_and_the_web_gets_its_objects
         &output,
         &[
             // For and three Owns: four shared informers, in the namespace.
-            "  one shared informer per kind: ConfigMap in <namespace>: synced, Deployment in <namespace>: synced, MyWeb in <namespace>: synced, Service in <namespace>: synced",
+            "  one shared informer per kind: ConfigMap metadata in <namespace>: synced, Deployment in <namespace>: synced, MyWeb in <namespace>: synced, Service in <namespace>: synced",
             // The three objects, each controlled by the MyWeb; then Ready.
             "  ConfigMap hello: index.html \"<h1>Hello</h1>\", controlled by MyWeb hello",
             "  Deployment hello: image nginx:1.27, replicas 1, controlled by MyWeb hello",

@@ -37,6 +37,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::Wire;
 use super::json_scan::{self, next_value, skip_ws};
+use super::metadata::{self, Verb};
 use tokio::task::JoinHandle;
 
 /// Lists pages of one collection with one page of read-ahead. See the module docs.
@@ -83,7 +84,9 @@ impl Pager {
     ///
     /// With a `protobuf` decoder, the pages are asked for as protobuf first (JSON if the
     /// server prefers it); the answer's `Content-Type` decides how each is read
-    /// ([`protobuf`](super::protobuf)), and is returned with the page.
+    /// ([`protobuf`](super::protobuf)), and is returned with the page. A `K` that is a
+    /// `PartialObjectMeta` is asked for as a `PartialObjectMetadataList`
+    /// ([`metadata`](super::metadata)).
     pub(crate) async fn list<K: Resource + DeserializeOwned + Clone>(
         &self,
         params: &ListParams,
@@ -91,8 +94,8 @@ impl Pager {
         shard_selector: Option<&str>,
         protobuf: Option<DecodeFn<K>>,
     ) -> Result<(ObjectList<K>, Wire), kube::Error> {
-        let accept_protobuf = protobuf.is_some();
-        let request = self.build(params, shard_selector, accept_protobuf)?;
+        let accept = metadata::accept::<K>(Verb::List, protobuf.is_some());
+        let request = self.build(params, shard_selector, accept)?;
         let uri = request.uri().to_string();
         let ahead = self.ahead.lock().take();
         let (body, wire) = match ahead {
@@ -112,7 +115,7 @@ impl Pager {
             next.continue_token = Some(token);
             // A continued list carries no version match (the token holds the version).
             next.version_match = None;
-            let request = self.build(&next, shard_selector, accept_protobuf)?;
+            let request = self.build(&next, shard_selector, accept)?;
             let uri = request.uri().to_string();
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
@@ -128,18 +131,13 @@ impl Pager {
         &self,
         params: &ListParams,
         shard_selector: Option<&str>,
-        accept_protobuf: bool,
+        accept: Option<&'static str>,
     ) -> Result<http::Request<Vec<u8>>, kube::Error> {
         let mut request = self
             .request
             .list(params)
             .map_err(kube::Error::BuildRequest)?;
-        if accept_protobuf {
-            request.headers_mut().insert(
-                http::header::ACCEPT,
-                http::HeaderValue::from_static(protowire::ACCEPT),
-            );
-        }
+        metadata::set_accept(&mut request, accept);
         if let Some(selector) = shard_selector {
             super::sharded::append_query(
                 &mut request,
