@@ -47,6 +47,13 @@
 //! * A `410 Gone` relists at once, where client-go's `Run` loop waits one backoff
 //!   step first: the answer says the server is healthy and only its history is
 //!   compacted, so waiting would only leave the cache stale for longer.
+//! * Every failed attempt is logged with its error and the wait, counted
+//!   (`reflector_list_errors_total`, `reflector_watch_errors_total`, [`crate::metrics`])
+//!   and shown on the pipeline page as a banner ([`pipeline::troubles`]) until a list
+//!   succeeds or a watch delivers again. The store is never cleared on an error: the
+//!   listers keep serving the last state. (A custom resource whose conversion webhook
+//!   is down is the common case: every list and watch of the version that needs the
+//!   webhook fails with the API server's `500` naming the webhook, cluster-wide.)
 //! * The loop stops when its [`CancellationToken`] is cancelled.
 //! * A lister-watcher whose selection can change (a sharded informer whose ranges
 //!   moved, [`crate::shard`]) hands out a relist signal
@@ -244,6 +251,8 @@ pub struct Reflector<K> {
     watch_list: AtomicBool,
     /// `None` unless a metrics provider is installed (see [`crate::metrics`]).
     metrics: Option<ReflectorMetrics>,
+    /// Shows a failing list or watch on the pipeline page until it works again.
+    trouble: pipeline::TroubleReporter,
 }
 
 impl<K> fmt::Debug for Reflector<K> {
@@ -275,6 +284,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         let name = name.into();
         Self {
             metrics: ReflectorMetrics::resolve(&name, None),
+            trouble: pipeline::troubles()
+                .reporter(crate::steps::component::<K>().as_ref(), pipeline::Stage::Fifo),
             name,
             lister_watcher,
             store,
@@ -355,6 +366,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         need_list = false;
                         list_gone_once = false;
+                        self.trouble.recovered();
                         synced_stream = Some(stream);
                     }
                     WatchList::Cancelled => return,
@@ -366,8 +378,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         self.watch_list.store(false, Ordering::Relaxed);
                     }
                     WatchList::Retry { reason } => {
-                        tracing::info!(reflector = %self.name, %reason, "streaming list failed; backing off and streaming again");
-                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                        if let Some(m) = &self.metrics {
+                            m.list_done(None, list_started.elapsed());
+                        }
+                        let message = "streaming list failed; backing off and streaming again";
+                        if !self.back_off(&mut backoff, "list", message, &reason, &cancel).await {
                             return;
                         }
                         continue;
@@ -392,6 +407,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     Ok(_) => {
                         need_list = false;
                         list_gone_once = false;
+                        self.trouble.recovered();
                     }
                     Err(e) if is_gone(&e) && !list_gone_once => {
                         tracing::info!(reflector = %self.name, "list expired while paging; listing again");
@@ -399,8 +415,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         continue;
                     }
                     Err(e) => {
-                        tracing::warn!(reflector = %self.name, error = %e, "list failed");
-                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                        let message = "list failed; the cache keeps what it has";
+                        if !self.back_off(&mut backoff, "list", message, &e, &cancel).await {
                             return;
                         }
                         continue;
@@ -432,8 +448,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         if let Some(m) = &self.metrics {
                             m.short_watch();
                         }
-                        tracing::warn!(reflector = %self.name, "very short watch: closed after {lasted:?} with no events");
-                        if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                        let error = format!("closed after {lasted:?} with no events");
+                        if !self.back_off(&mut backoff, "watch", "very short watch", &error, &cancel).await {
                             return;
                         }
                     }
@@ -450,18 +466,36 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     if let Some(m) = &self.metrics {
                         m.watch_failed();
                     }
-                    if relist {
-                        tracing::warn!(reflector = %self.name, %error, "watch ended with an error; relisting after a backoff");
+                    let message = if relist {
+                        "watch ended with an error; relisting after a backoff"
                     } else {
-                        tracing::warn!(reflector = %self.name, %error, "watch failed; retrying from the last resource version");
-                    }
-                    if !sleep_or_cancel(backoff.delay(), &cancel).await {
+                        "watch failed; retrying from the last resource version"
+                    };
+                    if !self.back_off(&mut backoff, "watch", message, &error, &cancel).await {
                         return;
                     }
                     need_list |= relist;
                 }
             }
         }
+    }
+
+    /// After a failed attempt at `what` (`list`, `watch`): logs `message` with the
+    /// error and the wait, shows the failure on the pipeline page, and waits the next
+    /// backoff step; `false` if cancelled first. The store is never touched, so the
+    /// listers keep serving the last state while the server refuses.
+    async fn back_off(
+        &self,
+        backoff: &mut Backoff,
+        what: &'static str,
+        message: &str,
+        error: &dyn fmt::Display,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let delay = backoff.delay();
+        tracing::warn!(reflector = %self.name, %error, retry_in = ?delay, "{message}");
+        self.trouble.failing(what, error, delay);
+        sleep_or_cancel(delay, cancel).await
     }
 
     /// Starts a watch from `rv` with bookmarks (a streaming list with
@@ -578,6 +612,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 }
                 WatchEvent::Error(status) => return mid_watch_failure(kube::Error::Api(status)),
             };
+            if events == 1 {
+                // The server delivers again (cheap unless a failure was shown).
+                self.trouble.recovered();
+            }
             if let Err(e) = result {
                 tracing::warn!(reflector = %self.name, error = %e, "skipping a watch event that cannot be keyed");
             }

@@ -172,6 +172,48 @@ async fn failing_lists_back_off_instead_of_spinning() {
     r.stop().await;
 }
 
+/// A custom resource whose conversion webhook is down: the API server fails the
+/// watch and then every list with a `500` naming the webhook. The informer backs off,
+/// keeps serving its last state, shows the failure on the pipeline page, and recovers
+/// on its own once a list works again.
+#[tokio::test(start_paused = true)]
+async fn a_refused_relist_keeps_the_cache_and_shows_until_a_list_works() {
+    const REFUSAL: &str = "conversion webhook for cloudnative.tw/v1alpha1, Kind=VirtualMachine failed: connection refused (informer test)";
+    let refused = || api_error(500, "InternalError", REFUSAL);
+    let shown = || {
+        pipeline::troubles()
+            .read()
+            .into_iter()
+            .find(|t| t.last_error.contains("(informer test)"))
+    };
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "2")], "7");
+    // Reported inside the established watch: the reflector relists (client-go does).
+    lw.push_watch(vec![Err(refused())], false);
+    for _ in 0..3 {
+        lw.push_list(Err(refused()));
+    }
+    lw.push_list_items(vec![cm("a", "1"), cm("c", "9")], "12");
+    let _open = lw.push_watch_channel();
+    let r = start(lw, None, Duration::ZERO);
+    eventually("the second list", || r.lw.list_calls().len() >= 2).await;
+
+    let trouble = shown().expect("the failing list is on the pipeline page");
+    assert_eq!((trouble.component.as_str(), trouble.what), ("ConfigMap", "list"));
+    assert_eq!(trouble.stage, pipeline::Stage::Fifo);
+    assert!(trouble.retry_at_unix_ms > trouble.since_unix_ms);
+    assert_eq!(r.keys(), ["default/a", "default/b"], "the cache keeps its last state");
+    assert!(r.informer.has_synced());
+
+    eventually("the fourth list", || r.lw.list_calls().len() >= 4).await;
+    assert!(shown().is_some_and(|t| t.failures >= 3), "{:?}", shown());
+    eventually("the list that works", || r.keys() == ["default/a", "default/c"]).await;
+    assert!(shown().is_none(), "recovered: no banner");
+    // 0.8 + 1.6 + 3.2 s of backoff before the fifth list, not a loop.
+    assert_eq!(r.lw.list_calls().len(), 5);
+    r.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn very_short_empty_watches_do_not_spin() {
     let lw = ScriptedListerWatcher::new();

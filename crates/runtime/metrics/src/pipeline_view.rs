@@ -6,7 +6,7 @@
 //! | path | what |
 //! |---|---|
 //! | `/debug/pipeline` | the page: the stages as a diagram with live counters, and a "follow" box that shows one key's trip as a timeline (plain HTML and JavaScript in the binary: no build step, nothing fetched from elsewhere) |
-//! | `/debug/pipeline/state` | JSON: steps per stage so far (the page turns them into rates), sizes (FIFO depth, indexer size, queue depth, syncs in flight), recently seen keys |
+//! | `/debug/pipeline/state` | JSON: steps per stage so far (the page turns them into rates), sizes (FIFO depth, indexer size, queue depth, syncs in flight), what is failing now (`troubles`: a reflector whose list or watch keeps failing, shown as a red banner), recently seen keys |
 //! | `/debug/pipeline/trip?key=NAMESPACE/NAME` | JSON: every step still kept for that key, in order |
 //!
 //! The page also reads `/metrics` from the same server for retries and reconcile
@@ -32,6 +32,7 @@ struct State {
     capacity: usize,
     stages: Vec<pipeline::StageCount>,
     gauges: Vec<pipeline::GaugeValue>,
+    troubles: Vec<pipeline::Trouble>,
     recent_keys: Vec<String>,
 }
 
@@ -57,6 +58,7 @@ pub(crate) fn handle(path: &str, query: Option<&str>) -> Option<Response<Full<By
                 capacity: trace.capacity(),
                 stages: trace.counts(),
                 gauges: pipeline::gauges().read(),
+                troubles: pipeline::troubles().read(),
                 recent_keys: trace.recent_keys(RECENT_KEYS),
             })
         }

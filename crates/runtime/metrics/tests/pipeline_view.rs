@@ -91,6 +91,12 @@ async fn the_view_is_off_by_default_and_serves_the_page_state_and_trips_when_on(
 
     // The state: every stage counted, sizes, and the key among the recent ones.
     pipeline::gauges().register("view-test", Stage::Queue, "depth", || Some(4));
+    let trouble = pipeline::troubles().reporter("view-test", Stage::Fifo);
+    trouble.failing(
+        "list",
+        &"conversion webhook for cloudnative.tw/v1alpha1 failed",
+        std::time::Duration::from_secs(3),
+    );
     let state: serde_json::Value =
         serde_json::from_str(&http_get(addr, "/debug/pipeline/state").await?.body)?;
     let stages: Vec<&str> = state["stages"]
@@ -112,6 +118,29 @@ async fn the_view_is_off_by_default_and_serves_the_page_state_and_trips_when_on(
             .context("gauges")?
             .iter()
             .any(|g| g["component"] == "view-test" && g["name"] == "depth" && g["value"] == 4)
+    );
+    let troubles = state["troubles"].as_array().context("troubles")?;
+    let shown = troubles
+        .iter()
+        .find(|t| t["component"] == "view-test")
+        .context("the failing list is in the state")?;
+    assert_eq!((&shown["what"], &shown["failures"]), (&"list".into(), &1.into()));
+    assert!(
+        shown["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("conversion webhook")),
+        "{shown}"
+    );
+    trouble.recovered();
+    let state: serde_json::Value =
+        serde_json::from_str(&http_get(addr, "/debug/pipeline/state").await?.body)?;
+    assert!(
+        !state["troubles"]
+            .as_array()
+            .context("troubles")?
+            .iter()
+            .any(|t| t["component"] == "view-test"),
+        "a recovered component has no banner"
     );
     assert!(
         state["recent_keys"]

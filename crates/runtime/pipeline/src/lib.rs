@@ -43,6 +43,7 @@ mod scope;
 mod stage;
 mod step;
 mod trace;
+mod trouble;
 
 use std::sync::LazyLock;
 
@@ -51,6 +52,7 @@ pub use scope::{SyncScope, current_sync, in_sync};
 pub use stage::Stage;
 pub use step::Step;
 pub use trace::{DEFAULT_CAPACITY, StageCount, Trace};
+pub use trouble::{Trouble, TroubleReporter, Troubles};
 
 /// The environment variable that turns recording off (`off`, `false` or `0`).
 pub const ENV_SWITCH: &str = "PIPELINE_TRACE";
@@ -65,6 +67,8 @@ static GLOBAL: LazyLock<Trace> = LazyLock::new(|| {
 
 static GAUGES: LazyLock<Gauges> = LazyLock::new(Gauges::default);
 
+static TROUBLES: LazyLock<Troubles> = LazyLock::new(Troubles::default);
+
 /// The process-wide trace every stage records into.
 pub fn global() -> &'static Trace {
     &GLOBAL
@@ -73,6 +77,11 @@ pub fn global() -> &'static Trace {
 /// The process-wide size readers (see [`Gauges`]).
 pub fn gauges() -> &'static Gauges {
     &GAUGES
+}
+
+/// The process-wide failures the page shows as banners (see [`Troubles`]).
+pub fn troubles() -> &'static Troubles {
+    &TROUBLES
 }
 
 /// Records a step in the [`global`] trace (see [`Trace::record`]).
