@@ -10,10 +10,14 @@
 //! order and schema properties from sorted maps, so the same types always give
 //! the same bytes, which is what lets `hack/verify-crds.sh` diff them.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
 use kube::CustomResourceExt;
+use kube::core::crd::merge_crds;
 
-use crate::cloudnative::v1alpha1::VirtualMachine;
+use crate::cloudnative::{v1alpha1, v1beta1};
 use crate::operator::v1::MyWeb;
 use crate::samplecontroller::v1alpha1::foo_crd;
 
@@ -28,7 +32,71 @@ pub const GENERATED_HEADER: &str = "\
 /// `foos.samplecontroller.k8s.io`, `virtualmachines.cloudnative.tw`, then
 /// `mywebs.operator.k8s-summit.org`.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![foo_crd(), VirtualMachine::crd(), MyWeb::crd()]
+    vec![foo_crd(), virtual_machine_crd(), MyWeb::crd()]
+}
+
+/// The Namespace, Service and port the VirtualMachine conversion webhook is
+/// reached at in a cluster: `deploy/vm-controller/webhook-service.yaml`.
+pub const VM_WEBHOOK_SERVICE: (&str, &str, i32) =
+    ("kube-controllers", "vm-controller-webhook-service", 443);
+
+/// The path of the VirtualMachine conversion webhook (kubebuilder's `/convert`).
+pub const CONVERSION_PATH: &str = "/convert";
+
+/// The cert-manager Certificate whose CA cert-manager's cainjector writes into
+/// the conversion webhook's `caBundle` (`deploy/vm-controller/certificate.yaml`,
+/// the one the admission webhooks use).
+pub const VM_SERVING_CERT: &str = "kube-controllers/vm-controller-serving-cert";
+
+/// The VirtualMachine CRD: both versions, v1alpha1 stored, converted by the
+/// VirtualMachine controller's webhook.
+///
+/// * `versions`: v1alpha1 (served, **storage**) and v1beta1 (served), each with
+///   its own schema and printer columns, so `kubectl get vm` prints the right
+///   columns whichever version it asks for (it asks for the newest, v1beta1).
+/// * `conversion.strategy: Webhook`, `conversionReviewVersions: [v1]`, at
+///   [`CONVERSION_PATH`] of [`VM_WEBHOOK_SERVICE`]; the API server calls it
+///   whenever a client's version differs from the stored one.
+/// * the annotation `cert-manager.io/inject-ca-from:` [`VM_SERVING_CERT`]: as for
+///   the admission webhooks, cert-manager's cainjector fills in the `caBundle`.
+///   Without cert-manager (a test, a local control plane) set
+///   `spec.conversion.webhook.clientConfig` yourself (a `url` and a `caBundle`):
+///   the e2e tests and `hack/demo.sh` do.
+pub fn virtual_machine_crd() -> CustomResourceDefinition {
+    let mut crd = merge_crds(
+        vec![
+            v1alpha1::VirtualMachine::crd(),
+            v1beta1::VirtualMachine::crd(),
+        ],
+        "v1alpha1",
+    )
+    // Both are generated from this crate's types with the same names and scope:
+    // a mismatch is a bug here, found by every test that calls crds().
+    .expect("the VirtualMachine versions merge into one CRD");
+    let (namespace, name, port) = VM_WEBHOOK_SERVICE;
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".to_string(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    path: Some(CONVERSION_PATH.to_string()),
+                    port: Some(port),
+                }),
+                ..WebhookClientConfig::default()
+            }),
+            conversion_review_versions: vec!["v1".to_string()],
+        }),
+    });
+    crd.metadata.annotations = Some(
+        [(
+            "cert-manager.io/inject-ca-from".to_string(),
+            VM_SERVING_CERT.to_string(),
+        )]
+        .into(),
+    );
+    crd
 }
 
 /// The file a CRD is written to, kubebuilder style: `<group>_<plural>.yaml`

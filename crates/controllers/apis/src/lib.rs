@@ -12,7 +12,8 @@
 //! | Go package | Rust module | kind |
 //! |---|---|---|
 //! | sample-controller `pkg/apis/samplecontroller/v1alpha1` | [`samplecontroller::v1alpha1`] | [`Foo`](samplecontroller::v1alpha1::Foo) |
-//! | controller101 `pkg/apis/cloudnative/v1alpha1` | [`cloudnative::v1alpha1`] | [`VirtualMachine`](cloudnative::v1alpha1::VirtualMachine) |
+//! | controller101 `pkg/apis/cloudnative/v1alpha1` | [`cloudnative::v1alpha1`] | [`VirtualMachine`](cloudnative::v1alpha1::VirtualMachine) (storage version, hub) |
+//! | (a second version, kubebuilder's multi-version tutorial) | [`cloudnative::v1beta1`] | [`VirtualMachine`](cloudnative::v1beta1::VirtualMachine) (converted through the hub: [`conversion`]) |
 //! | Operator101 (kubebuilder) `api/v1` | [`operator::v1`] | [`MyWeb`](operator::v1::MyWeb) |
 //!
 //! The crate is types only (the bottom of the dependency graph): no client
@@ -37,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cloudnative;
+pub mod conversion;
 pub mod crds;
 pub mod operator;
 pub mod quantity;

@@ -4,6 +4,7 @@ use apis::cloudnative::v1alpha1::{
     CPU_MESSAGE, CPU_RULE, MEMORY_MESSAGE, MEMORY_RULE, ROOT_DISK_MESSAGE, ROOT_DISK_RULE,
     VirtualMachine,
 };
+use apis::cloudnative::v1beta1;
 use apis::samplecontroller::v1alpha1::{API_APPROVED_ANNOTATION_VALUE, Foo, foo_crd};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceDefinition, JSONSchemaProps,
@@ -268,4 +269,74 @@ fn files_are_kubebuilder_named_deterministic_and_parse_back() {
         let parsed: CustomResourceDefinition = serde_yaml::from_str(yaml).unwrap();
         assert_eq!(parsed, crd);
     }
+}
+
+#[test]
+fn virtual_machine_serves_both_versions_and_stores_v1alpha1() {
+    let crd = apis::crds::virtual_machine_crd();
+    let versions: Vec<_> = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| (v.name.as_str(), v.served, v.storage))
+        .collect();
+    assert_eq!(
+        versions,
+        [("v1alpha1", true, true), ("v1beta1", true, false)]
+    );
+    // Each version as its own type generates it (columns included, so `kubectl get vm`
+    // prints either right).
+    let alpha = VirtualMachine::crd();
+    let beta = v1beta1::VirtualMachine::crd();
+    assert_eq!(crd.spec.versions[0], alpha.spec.versions[0]);
+    assert_eq!(crd.spec.versions[1].name, beta.spec.versions[0].name);
+    assert_eq!(crd.spec.versions[1].schema, beta.spec.versions[0].schema);
+    assert_eq!(
+        crd.spec.versions[1].additional_printer_columns,
+        beta.spec.versions[0].additional_printer_columns
+    );
+    let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    assert_eq!(
+        columns(&beta),
+        [
+            s("Phase", "string", ".status.phase"),
+            s("CPUs", "integer", ".spec.compute.cpus"),
+            s("Memory", "string", ".spec.compute.memory"),
+            s("State", "string", ".status.server.state"),
+            s("Age", "date", ".metadata.creationTimestamp"),
+        ]
+    );
+    let conversion = crd.spec.conversion.as_ref().expect("a conversion");
+    assert_eq!(conversion.strategy, "Webhook");
+}
+
+#[test]
+fn virtual_machine_v1beta1_schema() {
+    let crd = v1beta1::VirtualMachine::crd();
+    let root = root_schema(&crd);
+    assert_eq!(required(property(root, &["spec"])), ["compute", "rootDisk"]);
+    assert_eq!(
+        required(property(root, &["spec", "compute"])),
+        ["cpus", "memory"]
+    );
+    let cpus = property(root, &["spec", "compute", "cpus"]);
+    assert_eq!(cpus.type_.as_deref(), Some("integer"));
+    assert_eq!(cpus.minimum, Some(1.0));
+    let memory = property(root, &["spec", "compute", "memory"]);
+    assert_eq!(memory.x_kubernetes_int_or_string, Some(true));
+    let rules = memory.x_kubernetes_validations.as_ref().unwrap();
+    assert_eq!(rules[0].rule, MEMORY_RULE);
+    assert_eq!(required(property(root, &["spec", "rootDisk"])), ["size"]);
+    let size = property(root, &["spec", "rootDisk", "size"]);
+    assert_eq!(
+        size.x_kubernetes_validations.as_ref().unwrap()[0].rule,
+        ROOT_DISK_RULE
+    );
+    let image = property(root, &["spec", "rootDisk", "image"]);
+    assert_eq!(image.type_.as_deref(), Some("string"));
+    // The same status as v1alpha1.
+    assert_eq!(
+        property(root, &["status"]),
+        property(root_schema(&VirtualMachine::crd()), &["status"])
+    );
 }

@@ -207,7 +207,7 @@ pub struct ResourceUsage {
 /// Quantity schema) with one CEL rule. The description is left to the field's
 /// doc comment; k8s-openapi's long generic Quantity description is not repeated
 /// in every field.
-fn quantity_schema(rule: &str, message: &str) -> schemars::Schema {
+pub(crate) fn quantity_schema(rule: &str, message: &str) -> schemars::Schema {
     schemars::json_schema!({
         "x-kubernetes-int-or-string": true,
         "x-kubernetes-validations": [{ "rule": rule, "message": message }],
