@@ -1,5 +1,7 @@
-//! The HTTP side of one admission request (controller-runtime's `Webhook.ServeHTTP` plus
-//! its mux and instrumentation): route, check, read, decode, handle, answer.
+//! The HTTP side of one admission or conversion request (controller-runtime's
+//! `Webhook.ServeHTTP` plus its mux and instrumentation): route, check, read, decode,
+//! handle, answer. A conversion path answers the same way, with a `ConversionReview`
+//! whose `result` says why instead of an `AdmissionReview` ([`crate::conversion`]).
 //!
 //! | request | answer |
 //! |---|---|
@@ -34,17 +36,32 @@ use hyper::body::Body;
 use hyper::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request as HttpRequest, Response, StatusCode};
 use kube::core::admission::AdmissionResponse;
+use kube::core::conversion::ConversionResponse;
+use serde::Serialize;
 
+use crate::conversion::{self, Conversion};
 use crate::handler::Handler;
 use crate::metrics::WebhookMetrics;
 use crate::request::{Request, errored, into_review};
 
+/// What answers a path: an admission handler or a conversion.
+#[derive(Clone)]
+pub(crate) enum Route {
+    /// An `AdmissionReview` handler.
+    Admission(Arc<dyn Handler>),
+    /// A `ConversionReview` handler.
+    Conversion(Arc<dyn Conversion>),
+}
+
 /// The registered handlers and how requests to them are read.
 pub(crate) struct Routes {
-    pub(crate) handlers: HashMap<String, Arc<dyn Handler>>,
+    pub(crate) handlers: HashMap<String, Route>,
     pub(crate) max_request_bytes: usize,
     pub(crate) metrics: Option<WebhookMetrics>,
 }
+
+/// A request refused before its review was decoded: the HTTP status and why.
+type Refusal = (StatusCode, String);
 
 impl Routes {
     /// Answers one HTTP request.
@@ -53,16 +70,70 @@ impl Routes {
         B: Body<Data = Bytes>,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let Some((path, handler)) = self.handlers.get_key_value(request.uri().path()) else {
+        let Some((path, route)) = self.handlers.get_key_value(request.uri().path()) else {
             tracing::debug!(path = request.uri().path(), "no webhook at this path");
             return text(StatusCode::NOT_FOUND, "404 page not found\n");
         };
         let timer = self.metrics.as_ref().map(|m| m.start(path));
-        let response = self.admit(path, handler.as_ref(), request).await;
+        let response = match route {
+            Route::Admission(handler) => self.admit(path, handler.as_ref(), request).await,
+            Route::Conversion(conversion) => self.convert(path, conversion.as_ref(), request).await,
+        };
         if let Some(timer) = timer {
             timer.finish(response.status().as_u16());
         }
         response
+    }
+
+    /// The checks every review request passes (method, content type, size, arrival
+    /// in time), then its body.
+    async fn read_body<B>(&self, request: HttpRequest<B>) -> Result<Bytes, Refusal>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        if request.method() != Method::POST {
+            return Err((StatusCode::METHOD_NOT_ALLOWED, "only POST".to_string()));
+        }
+        let content_type = request
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !is_json(content_type) {
+            let message = format!("contentType={content_type}, expected application/json");
+            return Err((StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
+        }
+        let too_large = || {
+            let message = format!(
+                "request entity is too large; limit is {} bytes",
+                self.max_request_bytes
+            );
+            (StatusCode::PAYLOAD_TOO_LARGE, message)
+        };
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_request_bytes as u64) {
+            return Err(too_large());
+        }
+        match Limited::new(request.into_body(), self.max_request_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+            // A slow (or stalled) client: the API server has given up on this call.
+            Err(e) if serving::limits::is_body_timeout(e.as_ref()) => {
+                Err((StatusCode::REQUEST_TIMEOUT, e.to_string()))
+            }
+            Err(e) => {
+                let message = format!("unable to read the body from the incoming request: {e}");
+                Err((StatusCode::BAD_REQUEST, message))
+            }
+        }
     }
 
     async fn admit<B>(
@@ -75,53 +146,12 @@ impl Routes {
         B: Body<Data = Bytes>,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
-        if request.method() != Method::POST {
-            tracing::warn!(webhook = path, method = %request.method(), "rejected: only POST");
-            let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only POST\n");
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
-            return response;
-        }
-        let content_type = request
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !is_json(content_type) {
-            let message = format!("contentType={content_type}, expected application/json");
-            return rejected(path, StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
-        }
-        let too_large = || {
-            format!(
-                "request entity is too large; limit is {} bytes",
-                self.max_request_bytes
-            )
-        };
-        let declared = request
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.max_request_bytes as u64) {
-            return rejected(path, StatusCode::PAYLOAD_TOO_LARGE, too_large());
-        }
-        let body = match Limited::new(request.into_body(), self.max_request_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-                return rejected(path, StatusCode::PAYLOAD_TOO_LARGE, too_large());
+        let body = match self.read_body(request).await {
+            Ok(body) => body,
+            Err((status, _)) if status == StatusCode::METHOD_NOT_ALLOWED => {
+                return method_not_allowed(path);
             }
-            // A slow (or stalled) client: the API server has given up on this call.
-            Err(e) if serving::limits::is_body_timeout(e.as_ref()) => {
-                return rejected(path, StatusCode::REQUEST_TIMEOUT, e.to_string());
-            }
-            Err(e) => {
-                let message = format!("unable to read the body from the incoming request: {e}");
-                return rejected(path, StatusCode::BAD_REQUEST, message);
-            }
+            Err((status, message)) => return rejected(path, status, message),
         };
         let review = match Request::from_review_slice(&body) {
             Ok(review) => review,
@@ -148,8 +178,52 @@ impl Routes {
         {
             metrics.denied(path, response.result.code);
         }
-        json(StatusCode::OK, &response)
+        json(StatusCode::OK, &into_review(response))
     }
+
+    /// A `ConversionReview` (see [`conversion`](crate::conversion)): the same checks as
+    /// an admission request, then [`review::answer`](crate::conversion::review::answer).
+    async fn convert<B>(
+        &self,
+        path: &str,
+        conversion: &dyn Conversion,
+        request: HttpRequest<B>,
+    ) -> Response<Full<Bytes>>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let body = match self.read_body(request).await {
+            Ok(body) => body,
+            Err((status, _)) if status == StatusCode::METHOD_NOT_ALLOWED => {
+                return method_not_allowed(path);
+            }
+            Err((status, message)) => {
+                tracing::warn!(webhook = path, status = status.as_u16(), error = %message, "rejected a request");
+                let failure = kube::core::Status::failure(&message, "").with_code(status.as_u16());
+                return json(status, &ConversionResponse::invalid(failure).into_review());
+            }
+        };
+        let (status, review) = conversion::review::answer(conversion, &body);
+        if let Some(response) = &review.response {
+            if response.result.is_success() {
+                tracing::debug!(webhook = path, uid = %response.uid, objects = response.converted_objects.len(), "converted");
+            } else {
+                tracing::warn!(webhook = path, uid = %response.uid, status, error = %response.result.message, "conversion failed");
+            }
+        }
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        json(status, &review)
+    }
+}
+
+fn method_not_allowed(path: &str) -> Response<Full<Bytes>> {
+    tracing::warn!(webhook = path, "rejected: only POST");
+    let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only POST\n");
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    response
 }
 
 /// `application/json`, with or without parameters.
@@ -196,11 +270,11 @@ fn log_decision(path: &str, review: &Request, response: &AdmissionResponse) {
 /// `status` as the HTTP status.
 fn rejected(path: &str, status: StatusCode, message: String) -> Response<Full<Bytes>> {
     tracing::warn!(webhook = path, status = status.as_u16(), error = %message, "rejected a request");
-    json(status, &errored(status.as_u16(), message))
+    json(status, &into_review(errored(status.as_u16(), message)))
 }
 
-fn json(status: StatusCode, response: &AdmissionResponse) -> Response<Full<Bytes>> {
-    match serde_json::to_vec(&into_review(response.clone())) {
+fn json(status: StatusCode, review: &impl Serialize) -> Response<Full<Bytes>> {
+    match serde_json::to_vec(review) {
         Ok(body) => {
             let mut http = Response::new(Full::new(Bytes::from(body)));
             *http.status_mut() = status;

@@ -21,6 +21,7 @@
 //! | `StartedChecker` | [`Readiness`] |
 //! | `httpserver.New`'s `ReadHeaderTimeout`, `IdleTimeout` | [`ConnectionLimits`] |
 //! | `controller_runtime_webhook_*` metrics | [`WebhookMetrics`] |
+//! | `pkg/webhook/conversion` (`/convert`, `ConversionReview`), `conversion.Hub` / `Convertible` | [`conversion`]: [`Conversion`], [`HubConversion`], [`WebhookServer::register_conversion`] |
 //!
 //! # The path of a request
 //!
@@ -187,6 +188,7 @@
 pub mod admission;
 pub mod args;
 pub mod certs;
+pub mod conversion;
 pub mod error;
 pub mod handler;
 mod http;
@@ -200,6 +202,7 @@ pub mod validation;
 pub use admission::{Defaulter, Denied, Validator, Warnings};
 pub use args::WebhookArgs;
 pub use certs::{CertWatcher, DEFAULT_CERT_POLL_INTERVAL};
+pub use conversion::{Conversion, HubConversion};
 pub use error::{DecodeError, Error, Result, ReviewError};
 pub use handler::{DefaultingHandler, Handler, ValidatingHandler};
 pub use metrics::WebhookMetrics;
@@ -207,8 +210,8 @@ pub use patch::defaulting_patch;
 pub use path::{mutate_path, validate_path, webhook_path};
 pub use request::Request;
 pub use server::{
-    BoundWebhookServer, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_PORT, Readiness, SHUTDOWN_GRACE, WebhookServer,
+    BoundWebhookServer, CONVERSION_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PORT, Readiness, SHUTDOWN_GRACE, WebhookServer,
 };
 /// The limits connections are served under ([`WebhookServer::with_limits`]).
 pub use serving::limits::ConnectionLimits;

@@ -6,7 +6,8 @@
 //!    [`WebhookArgs`](crate::WebhookArgs)) and the certificate directory; then
 //!    [`register_validator`](WebhookServer::register_validator),
 //!    [`register_defaulter`](WebhookServer::register_defaulter) or
-//!    [`register`](WebhookServer::register) one handler per path.
+//!    [`register`](WebhookServer::register) one handler per path, and
+//!    [`register_conversion`](WebhookServer::register_conversion) a CRD's conversion.
 //! 2. [`bind`](WebhookServer::bind) loads the certificate (a missing or bad one is an
 //!    error now, not at the first request) and binds the port (a busy port too).
 //! 3. [`BoundWebhookServer::serve`] answers until its [`CancellationToken`] is cancelled,
@@ -61,14 +62,18 @@ use metrics::BindAddress;
 
 use crate::admission::{Defaulter, Validator};
 use crate::certs::{CertWatcher, DEFAULT_CERT_POLL_INTERVAL};
+use crate::conversion::Conversion;
 use crate::error::{Error, Result};
 use crate::handler::{DefaultingHandler, Handler, ValidatingHandler};
-use crate::http::Routes;
+use crate::http::{Route, Routes};
 use crate::metrics::WebhookMetrics;
 use crate::path::{mutate_path, validate_path};
 
 /// controller-runtime's default port.
 pub const DEFAULT_PORT: u16 = 9443;
+/// kubebuilder's path of the conversion webhook, in its CRD patches
+/// (`config/crd/patches/webhook_in_<kind>.yaml`).
+pub const CONVERSION_PATH: &str = "/convert";
 /// The certificate file in the certificate directory (cert-manager's Secret key).
 pub const DEFAULT_CERT_NAME: &str = "tls.crt";
 /// The key file in the certificate directory.
@@ -127,7 +132,7 @@ pub struct WebhookServer {
     max_request_bytes: usize,
     cert_poll_interval: Duration,
     limits: ConnectionLimits,
-    handlers: HashMap<String, Arc<dyn Handler>>,
+    handlers: HashMap<String, Route>,
     metrics: Option<WebhookMetrics>,
     ready: watch::Sender<bool>,
 }
@@ -229,7 +234,22 @@ impl WebhookServer {
 
     /// Serves `handler` at `path`. A path can be registered once.
     pub fn register(&mut self, path: impl Into<String>, handler: impl Handler) -> Result<()> {
-        let path = path.into();
+        self.add_route(path.into(), Route::Admission(Arc::new(handler)))
+    }
+
+    /// Serves `conversion` at `path` (kubebuilder's is [`CONVERSION_PATH`], `/convert`):
+    /// the `ConversionReview`s of the CRDs whose `spec.conversion.webhook.clientConfig`
+    /// names this path (see [`conversion`](crate::conversion)). A path can be registered
+    /// once.
+    pub fn register_conversion(
+        &mut self,
+        path: impl Into<String>,
+        conversion: impl Conversion,
+    ) -> Result<()> {
+        self.add_route(path.into(), Route::Conversion(Arc::new(conversion)))
+    }
+
+    fn add_route(&mut self, path: String, route: Route) -> Result<()> {
         if !path.starts_with('/') || path.contains(['?', '#']) {
             return Err(Error::InvalidPath { path });
         }
@@ -237,7 +257,7 @@ impl WebhookServer {
             return Err(Error::DuplicatePath { path });
         }
         tracing::info!(path = %path, "registering webhook");
-        self.handlers.insert(path, Arc::new(handler));
+        self.handlers.insert(path, route);
         Ok(())
     }
 
