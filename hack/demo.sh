@@ -16,7 +16,8 @@
 #   3. sample-controller starts; the example Foo gets its Deployment, which reaches
 #      AVAILABLE = replicas (kwok's nodes run the Pods);
 #   4. the Foo is scaled to 3 and the Deployment follows;
-#   5. vm-controller starts with the real QEMU driver and its admission webhooks; the
+#   5. vm-controller starts with the real QEMU driver, its admission webhooks and the
+#      CRD's conversion webhook (v1alpha1 <-> v1beta1: `kubectl get vm` reads v1beta1); the
 #      example VirtualMachine goes Active with a real qemu process and usage in its
 #      status; a resize is refused by the webhook with its message; then the VM is
 #      deleted cleanly (finalizer: the qemu process and its disk are gone before the
@@ -179,6 +180,13 @@ say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)
 pids+=($!)
 
 wait_until "vm-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:18083/readyz
+# The CRD serves v1alpha1 (stored) and v1beta1, and `kubectl get vm` asks for v1beta1: the
+# API server converts through vm-controller's /convert. deploy/crds names the in-cluster
+# Service (cert-manager injects its CA); here it is a url and the cluster CA, as envtest does.
+say "Pointing the VirtualMachine CRD's conversion webhook at vm-controller (url + caBundle)"
+conversion_client="{\"url\":\"https://127.0.0.1:18443/convert\",\"caBundle\":\"$(base64 -w0 "$WEBHOOK_CA")\"}"
+kubectl patch crd virtualmachines.cloudnative.tw --type=json \
+  -p "[{\"op\":\"replace\",\"path\":\"/spec/conversion/webhook/clientConfig\",\"value\":$conversion_client}]"
 say "Applying the example VirtualMachine (deploy/vm-controller/example-vm.yaml)"
 kubectl apply -f deploy/vm-controller/example-vm.yaml
 vm=$(kubectl get -f deploy/vm-controller/example-vm.yaml -o 'jsonpath={.metadata.name}')
@@ -220,11 +228,14 @@ EOF
   webhook_config ValidatingWebhookConfiguration vvirtualmachine.cloudnative.tw \
     /validate-cloudnative-tw-v1alpha1-virtualmachine '["CREATE", "UPDATE"]'
 } | kubectl apply -f -
+# A v1alpha1 patch (`kubectl patch vm` would send it as v1beta1, where spec.resource is
+# spec.compute).
 resize='{"spec":{"resource":{"cpu":"2"}}}'
+vm_v1alpha1=virtualmachines.v1alpha1.cloudnative.tw
 wait_until "the API server calls the webhook (a dry-run resize is refused)" 60 \
-  bash -c "! kubectl patch vm $vm --type merge -p '$resize' --dry-run=server >/dev/null 2>&1"
+  bash -c "! kubectl patch $vm_v1alpha1 $vm --type merge -p '$resize' --dry-run=server >/dev/null 2>&1"
 say "Resizing the VirtualMachine: refused at the door, with the webhook's message"
-if refused=$(kubectl patch vm "$vm" --type merge -p "$resize" 2>&1); then
+if refused=$(kubectl patch "$vm_v1alpha1" "$vm" --type merge -p "$resize" 2>&1); then
   fail "the resize was admitted: $refused"
 fi
 echo "$refused"

@@ -175,6 +175,13 @@ make_webhook_cert() {
     done
   done
   [ $patched -gt 0 ] || fail "no webhook configuration is annotated cert-manager.io/inject-ca-from: $ns/$cert"
+  # The cainjector does the same for CRDs (their conversion webhook): the VirtualMachine
+  # CRD's (deploy/crds) names vm-controller's Certificate.
+  for name in $(k get crd -o json | jq -r --arg from "$ns/$cert" \
+    '.items[] | select(.metadata.annotations["cert-manager.io/inject-ca-from"] == $from) | .metadata.name'); do
+    k patch crd "$name" --type=json \
+      -p "[{\"op\":\"add\",\"path\":\"/spec/conversion/webhook/clientConfig/caBundle\",\"value\":\"$ca\"}]" >/dev/null
+  done
 }
 
 for b in "${BINARIES[@]}"; do
@@ -264,8 +271,13 @@ kind: VirtualMachine
 metadata: {name: defaulted-vm, namespace: default}
 spec: {resource: {cpu: "2"}}
 EOF
-[ -n "$(k get virtualmachine defaulted-vm -o jsonpath='{.spec.resource.memory}')" ] || fail "defaulted-vm has no memory"
-log "webhooks via their Services: three refusals, one defaulting (memory $(k get virtualmachine defaulted-vm -o jsonpath='{.spec.resource.memory}'))"
+# v1alpha1 by name: `virtualmachine` alone is the preferred version, v1beta1 (spec.compute),
+# converted by vm-controller's conversion webhook through its Service.
+defaulted_memory=$(k get virtualmachines.v1alpha1.cloudnative.tw defaulted-vm -o jsonpath='{.spec.resource.memory}')
+[ -n "$defaulted_memory" ] || fail "defaulted-vm has no memory"
+[ "$(k get virtualmachine defaulted-vm -o jsonpath='{.spec.compute.memory}')" = "$defaulted_memory" ] ||
+  fail "defaulted-vm read as v1beta1 (the conversion webhook) has not the same memory"
+log "webhooks via their Services: three refusals, one defaulting (memory $defaulted_memory), one conversion to v1beta1"
 
 # --- 5. the page over the NodePort -----------------------------------------------------------
 page_is() { [ "$(curl -fsS --max-time 3 http://127.0.0.1:30080/)" = "$1" ]; }
