@@ -83,6 +83,8 @@ fn main() -> anyhow::Result<()> {
             let driver = driver(cli.vm_driver, &cli.state_dir).await?;
             // Served only with --webhook-bind-address (deploy/ sets it).
             vm_controller::webhook::register(mgr.webhook_server())?;
+            // The CRD's conversion webhook (v1alpha1 <-> v1beta1), on the same server.
+            vm_controller::conversion::register(mgr.webhook_server())?;
             // --namespace, the loop's flags and, with --shard-group, the shard.
             let options = mgr.controller_options();
             let workers = options.workers;

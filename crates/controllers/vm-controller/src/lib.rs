@@ -37,6 +37,7 @@
 //! | `syncHandler` and its phase functions | [`sync`] ([`VirtualMachineSyncer`]), [`status`], [`finalizer`] |
 //! | the server name (`vm.Name`) | [`server_name`] (`<name>-<uid>`) |
 //! | `cmd/main.go`: flags, driver, clients | `cmd/vm-controller` |
+//! | (kubebuilder) the admission and conversion webhooks | [`webhook`], [`conversion`](mod@conversion) |
 //!
 //! Read [`sync`] first: the lifecycle, narrated step by step. Where it deliberately
 //! differs from the Go original, the comment starts with "Better:".
@@ -74,6 +75,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller;
+pub mod conversion;
 pub mod error;
 pub mod finalizer;
 pub mod handlers;
