@@ -8,7 +8,10 @@
 //!   a client created as v1beta1, and the client sees its status in v1beta1;
 //! * `kubectl get vm` prints each version's columns;
 //! * with the webhook down, reads of v1beta1 fail with the API server's error while
-//!   v1alpha1 (the stored version) still works, and both recover when it is back.
+//!   v1alpha1 (the stored version) still works, and both recover when it is back; an
+//!   informer on v1beta1 meanwhile backs off (its requests counted), keeps serving its
+//!   last state, says so in a log line, `reflector_list_errors_total` and on the
+//!   pipeline page, and catches up on its own once the webhook answers again.
 //!
 //! A test binary of its own: the tests point the cluster-wide VirtualMachine CRD's
 //! conversion at their own webhook server (`url` + `caBundle`, as envtest's
@@ -31,6 +34,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
+use anyhow::Context;
+use testenv::inject::ResponseLog;
 use testenv::webhook::WebhookCerts;
 use testenv::{Check, TestEnv, wait_for};
 use tokio::sync::Mutex;
@@ -146,6 +151,33 @@ fn alpha_vm(name: &str, cpu: &str) -> v1alpha1::VirtualMachine {
             resource: VirtualMachineResource::new(cpu, "2Gi", "10Gi"),
         },
     )
+}
+
+/// Every log line written while it is the test's subscriber's writer.
+#[derive(Clone, Default)]
+struct LogCapture(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("not poisoned")).into_owned()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
+    type Writer = LogCapture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
 }
 
 fn annotation<'a>(meta: &'a kube::api::ObjectMeta, key: &str) -> Option<&'a str> {
@@ -364,6 +396,15 @@ async fn the_controller_runs_a_vm_created_as_v1beta1_on_v1alpha1() -> anyhow::Re
 async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() -> anyhow::Result<()>
 {
     let _turn = CRD.lock().await;
+    let logs = LogCapture::default();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .finish(),
+    );
+    let registry = metrics::Registry::new();
+    metrics::ReflectorMetrics::new(&registry).install_global();
     let env = TestEnv::with_prefix("conversion").await?;
     let certs = WebhookCerts::temporary()?;
     let server = ConversionServer::start(&certs, "127.0.0.1:0".parse()?).await?;
@@ -374,7 +415,38 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
         .await?;
     assert_eq!(betas(&env).get("web").await?.spec.compute.cpus, 2);
 
+    // An informer on v1beta1 (every list and watch event converted), its requests logged.
+    let requests = ResponseLog::new();
+    let client = kube::client::ClientBuilder::try_from(env.control_plane().config().await?)?
+        .with_layer(&requests)
+        .build();
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let informer = factory.informer_for_api(
+        Api::<v1beta1::VirtualMachine>::namespaced(client, env.namespace()),
+        cache::InformerOptions::default(),
+    );
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    assert!(informer.wait_for_cache_sync(&cancel).await);
+    let cached_cpus = || {
+        informer
+            .lister()
+            .namespaced(env.namespace())
+            .get("web")
+            .map(|vm| vm.spec.compute.cpus)
+            .ok()
+    };
+    assert_eq!(cached_cpus(), Some(2));
+
     server.stop().await;
+    // A change the informer must convert to see: its watch fails, then its relists.
+    alphas(&env)
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"resource": {"cpu": "3"}}})),
+        )
+        .await?;
     let error = match betas(&env).get("web").await {
         Err(kube::Error::Api(status)) => status,
         other => panic!("a v1beta1 read without the webhook: {other:?}"),
@@ -391,6 +463,39 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
     assert_eq!(alphas(&env).get("web").await?.spec.resource.cpu.0, "2");
     assert!(betas(&env).list(&ListParams::default()).await.is_err());
 
+    // The informer backs off: 0.8 s doubling (jittered up to 2x), a streaming and a
+    // paged list per attempt; a loop would make hundreds of requests in 20 s.
+    requests.clear();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let vm_requests = requests.count(|r| r.resource() == Some("virtualmachines"));
+    assert!(
+        (2..=14).contains(&vm_requests),
+        "{vm_requests} requests for virtualmachines in 20 s"
+    );
+    assert_eq!(cached_cpus(), Some(2), "the listers keep the last state");
+    let trouble = pipeline::troubles()
+        .read()
+        .into_iter()
+        .find(|t| t.component == "VirtualMachine")
+        .context("the failure on the pipeline page")?;
+    assert!(
+        trouble.last_error.contains("conversion webhook") && trouble.failures >= 2,
+        "{trouble:?}"
+    );
+    let text = registry.encode()?;
+    let list_errors: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("reflector_list_errors_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(list_errors >= 2.0, "{text}");
+    let logged = logs.text();
+    assert!(
+        logged.contains("list failed; the cache keeps what it has")
+            && logged.contains("conversion webhook for cloudnative.tw/v1alpha1"),
+        "{logged}"
+    );
+
     // Back on the same address: the API server recovers on the next request.
     let server = ConversionServer::start(&certs, addr).await?;
     let betas = betas(&env);
@@ -401,7 +506,24 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
         })
     })
     .await?;
-    assert_eq!(read.spec.compute.cpus, 2);
+    assert_eq!(read.spec.compute.cpus, 3);
+    // The informer too, at its next attempt (at most a minute away).
+    wait_for("the informer to catch up", TIMEOUT, || async {
+        Ok::<_, kube::Error>(Check::ready_if(
+            cached_cpus() == Some(3),
+            (),
+            format!("cached cpus {:?}", cached_cpus()),
+        ))
+    })
+    .await?;
+    assert!(
+        !pipeline::troubles()
+            .read()
+            .iter()
+            .any(|t| t.component == "VirtualMachine"),
+        "recovered: no banner"
+    );
+    cancel.cancel();
 
     restore(&env).await?;
     server.stop().await;

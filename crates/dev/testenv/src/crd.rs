@@ -69,6 +69,47 @@ pub async fn install_crds(client: &Client, crds: &[CustomResourceDefinition]) ->
     Ok(())
 }
 
+/// `crds` for a control plane where no conversion webhook runs: each CRD that
+/// converts by webhook converts with `strategy: None` instead (the API server only
+/// relabels `apiVersion`).
+///
+/// Why a test needs this: the API server calls a CRD's conversion webhook for every
+/// read of a version other than the stored one, and the namespace controller and the
+/// garbage collector read the *preferred* version (`v1beta1` beats `v1alpha1`). With a
+/// webhook that never answers, a namespace holding such objects stays `Terminating`
+/// and the garbage collector's workers stop at its next resync of the resources
+/// (kubernetes/kubernetes#118357). A test of the conversion itself points the CRD at
+/// its own webhook server instead (a `url` and a `caBundle`, as envtest's
+/// `WebhookInstallOptions` does); every other test only uses the stored version, for
+/// which nothing is converted either way.
+///
+/// ```
+/// use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+///     CustomResourceConversion, CustomResourceDefinition, WebhookConversion,
+/// };
+/// let mut crd = CustomResourceDefinition::default();
+/// crd.spec.conversion = Some(CustomResourceConversion {
+///     strategy: "Webhook".into(),
+///     webhook: Some(WebhookConversion::default()),
+/// });
+/// let crds = testenv::crd::without_conversion_webhook(vec![crd]);
+/// let conversion = crds[0].spec.conversion.as_ref().unwrap();
+/// assert_eq!((conversion.strategy.as_str(), conversion.webhook.is_none()), ("None", true));
+/// ```
+pub fn without_conversion_webhook(
+    mut crds: Vec<CustomResourceDefinition>,
+) -> Vec<CustomResourceDefinition> {
+    for crd in &mut crds {
+        if let Some(conversion) = crd.spec.conversion.as_mut()
+            && conversion.strategy == "Webhook"
+        {
+            conversion.strategy = "None".to_string();
+            conversion.webhook = None;
+        }
+    }
+    crds
+}
+
 /// Wait until `crd` is Established and a list of its resource succeeds.
 async fn wait_until_served(
     client: &Client,

@@ -35,9 +35,14 @@ use vm_driver::Driver;
 /// Generous: a loaded 2-core CI machine runs several test binaries at once.
 pub const TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Installs the CRDs (idempotent; other test binaries may do it at the same time).
+/// Installs the CRDs (idempotent; other test binaries may do it at the same time),
+/// the VirtualMachine CRD without its conversion webhook: these tests use the stored
+/// version, v1alpha1, only, and a webhook nobody serves would keep the namespaces of
+/// their VirtualMachines from being deleted (see
+/// [`testenv::crd::without_conversion_webhook`]; tests/e2e_conversion.rs serves it).
 pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
-    testenv::crd::install_crds(client, &apis::crds()).await?;
+    let crds = testenv::crd::without_conversion_webhook(apis::crds());
+    testenv::crd::install_crds(client, &crds).await?;
     Ok(())
 }
 
