@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use apis::cloudnative::v1alpha1::{
     VirtualMachinePhase, VirtualMachineResource, VirtualMachineSpec, VirtualMachineStatus,
 };
@@ -34,7 +35,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
-use anyhow::Context;
 use testenv::inject::ResponseLog;
 use testenv::webhook::WebhookCerts;
 use testenv::{Check, TestEnv, wait_for};

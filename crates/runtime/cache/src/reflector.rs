@@ -284,8 +284,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         let name = name.into();
         Self {
             metrics: ReflectorMetrics::resolve(&name, None),
-            trouble: pipeline::troubles()
-                .reporter(crate::steps::component::<K>().as_ref(), pipeline::Stage::Fifo),
+            trouble: pipeline::troubles().reporter(
+                crate::steps::component::<K>().as_ref(),
+                pipeline::Stage::Fifo,
+            ),
             name,
             lister_watcher,
             store,
@@ -382,7 +384,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                             m.list_done(None, list_started.elapsed());
                         }
                         let message = "streaming list failed; backing off and streaming again";
-                        if !self.back_off(&mut backoff, "list", message, &reason, &cancel).await {
+                        if !self
+                            .back_off(&mut backoff, "list", message, &reason, &cancel)
+                            .await
+                        {
                             return;
                         }
                         continue;
@@ -416,7 +421,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     }
                     Err(e) => {
                         let message = "list failed; the cache keeps what it has";
-                        if !self.back_off(&mut backoff, "list", message, &e, &cancel).await {
+                        if !self
+                            .back_off(&mut backoff, "list", message, &e, &cancel)
+                            .await
+                        {
                             return;
                         }
                         continue;
@@ -449,7 +457,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                             m.short_watch();
                         }
                         let error = format!("closed after {lasted:?} with no events");
-                        if !self.back_off(&mut backoff, "watch", "very short watch", &error, &cancel).await {
+                        if !self
+                            .back_off(&mut backoff, "watch", "very short watch", &error, &cancel)
+                            .await
+                        {
                             return;
                         }
                     }
@@ -471,7 +482,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     } else {
                         "watch failed; retrying from the last resource version"
                     };
-                    if !self.back_off(&mut backoff, "watch", message, &error, &cancel).await {
+                    if !self
+                        .back_off(&mut backoff, "watch", message, &error, &cancel)
+                        .await
+                    {
                         return;
                     }
                     need_list |= relist;
@@ -489,7 +503,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         backoff: &mut Backoff,
         what: &'static str,
         message: &str,
-        error: &dyn fmt::Display,
+        error: &(dyn fmt::Display + Sync),
         cancel: &CancellationToken,
     ) -> bool {
         let delay = backoff.delay();

@@ -199,15 +199,25 @@ async fn a_refused_relist_keeps_the_cache_and_shows_until_a_list_works() {
     eventually("the second list", || r.lw.list_calls().len() >= 2).await;
 
     let trouble = shown().expect("the failing list is on the pipeline page");
-    assert_eq!((trouble.component.as_str(), trouble.what), ("ConfigMap", "list"));
+    assert_eq!(
+        (trouble.component.as_str(), trouble.what),
+        ("ConfigMap", "list")
+    );
     assert_eq!(trouble.stage, pipeline::Stage::Fifo);
     assert!(trouble.retry_at_unix_ms > trouble.since_unix_ms);
-    assert_eq!(r.keys(), ["default/a", "default/b"], "the cache keeps its last state");
+    assert_eq!(
+        r.keys(),
+        ["default/a", "default/b"],
+        "the cache keeps its last state"
+    );
     assert!(r.informer.has_synced());
 
     eventually("the fourth list", || r.lw.list_calls().len() >= 4).await;
     assert!(shown().is_some_and(|t| t.failures >= 3), "{:?}", shown());
-    eventually("the list that works", || r.keys() == ["default/a", "default/c"]).await;
+    eventually("the list that works", || {
+        r.keys() == ["default/a", "default/c"]
+    })
+    .await;
     assert!(shown().is_none(), "recovered: no banner");
     // 0.8 + 1.6 + 3.2 s of backoff before the fifth list, not a loop.
     assert_eq!(r.lw.list_calls().len(), 5);

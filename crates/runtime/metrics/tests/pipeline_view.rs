@@ -124,7 +124,10 @@ async fn the_view_is_off_by_default_and_serves_the_page_state_and_trips_when_on(
         .iter()
         .find(|t| t["component"] == "view-test")
         .context("the failing list is in the state")?;
-    assert_eq!((&shown["what"], &shown["failures"]), (&"list".into(), &1.into()));
+    assert_eq!(
+        (&shown["what"], &shown["failures"]),
+        (&"list".into(), &1.into())
+    );
     assert!(
         shown["last_error"]
             .as_str()

@@ -202,14 +202,21 @@ mod tests {
         let second = troubles.read().remove(0);
         assert_eq!(second.failures, 2);
         assert_eq!(second.since_unix_ms, first.since_unix_ms);
-        assert_eq!((second.what, second.last_error.as_str()), ("watch", "second"));
+        assert_eq!(
+            (second.what, second.last_error.as_str()),
+            ("watch", "second")
+        );
         assert!(second.retry_at_unix_ms >= second.since_unix_ms + 30_000);
         assert!(reporter.is_failing());
 
         reporter.recovered();
         assert!(troubles.read().is_empty());
         reporter.failing("list", &"again", Duration::ZERO);
-        assert_eq!(troubles.read()[0].failures, 1, "a recovery starts the count over");
+        assert_eq!(
+            troubles.read()[0].failures,
+            1,
+            "a recovery starts the count over"
+        );
     }
 
     #[test]

@@ -206,7 +206,7 @@ where
         }
     }
 
-    fn from_hub(&self, api_version: &str, hub: &H) -> Result<Value, String> {
+    fn hub_to(&self, api_version: &str, hub: &H) -> Result<Value, String> {
         if api_version == self.hub_api_version {
             return encode(hub);
         }
@@ -251,7 +251,7 @@ where
             return Ok(object.clone());
         }
         let hub = self.to_hub(api_version, object.clone())?;
-        self.from_hub(desired_api_version, &hub)
+        self.hub_to(desired_api_version, &hub)
     }
 }
 
