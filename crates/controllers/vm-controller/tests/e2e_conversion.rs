@@ -8,10 +8,12 @@
 //!   a client created as v1beta1, and the client sees its status in v1beta1;
 //! * `kubectl get vm` prints each version's columns;
 //! * with the webhook down, reads of v1beta1 fail with the API server's error while
-//!   v1alpha1 (the stored version) still works, and both recover when it is back; an
-//!   informer on v1beta1 meanwhile backs off (its requests counted), keeps serving its
-//!   last state, says so in a log line, `reflector_list_errors_total` and on the
-//!   pipeline page, and catches up on its own once the webhook answers again.
+//!   v1alpha1 (the stored version) still works, and both recover when it is back. An
+//!   informer on v1beta1 that synced before keeps serving its last state (its watch stays
+//!   open and silent: the API server's watch cache cannot convert the change and tells
+//!   its watchers nothing); one that starts meanwhile backs off (its requests counted),
+//!   says so in a log line, `reflector_list_errors_total` and on the pipeline page; both
+//!   catch up on their own once the webhook answers again.
 //!
 //! A test binary of its own: the tests point the cluster-wide VirtualMachine CRD's
 //! conversion at their own webhook server (`url` + `caBundle`, as envtest's
@@ -151,6 +153,25 @@ fn alpha_vm(name: &str, cpu: &str) -> v1alpha1::VirtualMachine {
             resource: VirtualMachineResource::new(cpu, "2Gi", "10Gi"),
         },
     )
+}
+
+/// A started informer on v1beta1 VirtualMachines in the test's namespace, on a client of
+/// its own whose responses `requests` logs.
+async fn v1beta1_informer(
+    env: &TestEnv,
+    requests: &ResponseLog,
+    cancel: &CancellationToken,
+) -> anyhow::Result<cache::SharedIndexInformer<v1beta1::VirtualMachine>> {
+    let client = kube::client::ClientBuilder::try_from(env.control_plane().config().await?)?
+        .with_layer(requests)
+        .build();
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let informer = factory.informer_for_api(
+        Api::<v1beta1::VirtualMachine>::namespaced(client, env.namespace()),
+        cache::InformerOptions::default(),
+    );
+    factory.start(cancel);
+    Ok(informer)
 }
 
 /// Every log line written while it is the test's subscriber's writer.
@@ -415,20 +436,12 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
         .await?;
     assert_eq!(betas(&env).get("web").await?.spec.compute.cpus, 2);
 
-    // An informer on v1beta1 (every list and watch event converted), its requests logged.
-    let requests = ResponseLog::new();
-    let client = kube::client::ClientBuilder::try_from(env.control_plane().config().await?)?
-        .with_layer(&requests)
-        .build();
-    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
-    let informer = factory.informer_for_api(
-        Api::<v1beta1::VirtualMachine>::namespaced(client, env.namespace()),
-        cache::InformerOptions::default(),
-    );
+    // An informer on v1beta1 (every list and watch event converted), synced while the
+    // webhook answers.
     let cancel = CancellationToken::new();
-    factory.start(&cancel);
-    assert!(informer.wait_for_cache_sync(&cancel).await);
-    let cached_cpus = || {
+    let running = v1beta1_informer(&env, &ResponseLog::new(), &cancel).await?;
+    assert!(running.wait_for_cache_sync(&cancel).await);
+    let cpus = |informer: &cache::SharedIndexInformer<v1beta1::VirtualMachine>| {
         informer
             .lister()
             .namespaced(env.namespace())
@@ -436,7 +449,7 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
             .map(|vm| vm.spec.compute.cpus)
             .ok()
     };
-    assert_eq!(cached_cpus(), Some(2));
+    assert_eq!(cpus(&running), Some(2));
 
     server.stop().await;
     // A change the informer must convert to see: its watch fails, then its relists.
@@ -460,19 +473,28 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
     );
     assert!(error.message.contains("connection refused"), "{error:?}");
     // The stored version needs no conversion: v1alpha1 clients (the controller) go on.
-    assert_eq!(alphas(&env).get("web").await?.spec.resource.cpu.0, "2");
+    assert_eq!(alphas(&env).get("web").await?.spec.resource.cpu.0, "3");
     assert!(betas(&env).list(&ListParams::default()).await.is_err());
 
-    // The informer backs off: 0.8 s doubling (jittered up to 2x), a streaming and a
-    // paged list per attempt; a loop would make hundreds of requests in 20 s.
-    requests.clear();
+    // A process starting now (a restart, a second replica): its informer's lists fail.
+    // It backs off: 0.8 s doubling (jittered up to 2x), a streaming and a paged list per
+    // attempt; a loop would make hundreds of requests in 20 s.
+    let requests = ResponseLog::new();
+    let starting = v1beta1_informer(&env, &requests, &cancel).await?;
     tokio::time::sleep(Duration::from_secs(20)).await;
+    assert!(!starting.has_synced());
     let vm_requests = requests.count(|r| r.resource() == Some("virtualmachines"));
+    println!("the starting informer: {vm_requests} requests in 20 s without the webhook");
     assert!(
         (2..=14).contains(&vm_requests),
-        "{vm_requests} requests for virtualmachines in 20 s"
+        "{vm_requests} requests for virtualmachines in 20 s: {:?}\n{}",
+        requests.entries(),
+        logs.text()
     );
-    assert_eq!(cached_cpus(), Some(2), "the listers keep the last state");
+    // The running informer's watch stays open and silent: the API server's watch cache
+    // for v1beta1 cannot convert the change, and says nothing to its watchers (client-go
+    // sees the same). Its listers keep the last state.
+    assert_eq!(cpus(&running), Some(2), "the listers keep the last state");
     let trouble = pipeline::troubles()
         .read()
         .into_iter()
@@ -507,12 +529,14 @@ async fn with_the_webhook_down_reads_of_the_other_version_fail_then_recover() ->
     })
     .await?;
     assert_eq!(read.spec.compute.cpus, 3);
-    // The informer too, at its next attempt (at most a minute away).
-    wait_for("the informer to catch up", TIMEOUT, || async {
+    // Both informers catch up on their own: the starting one at its next attempt (at
+    // most a minute away), the running one when the API server's watch cache does.
+    wait_for("the informers to catch up", TIMEOUT, || async {
+        let now = (cpus(&starting), cpus(&running));
         Ok::<_, kube::Error>(Check::ready_if(
-            cached_cpus() == Some(3),
+            now == (Some(3), Some(3)),
             (),
-            format!("cached cpus {:?}", cached_cpus()),
+            format!("cached cpus (starting, running): {now:?}"),
         ))
     })
     .await?;
