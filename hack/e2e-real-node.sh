@@ -25,7 +25,9 @@
 #  4. admission through the Services: the API server calls each webhook via its Service
 #     and a bad Foo, a bad VirtualMachine and a MyWeb on a taken node port are refused;
 #  5. MyWeb's page over its NodePort: `curl http://127.0.0.1:<nodePort>/` returns
-#     spec.pageContentHtml; a new page rolls the Deployment and curl shows it;
+#     spec.pageContentHtml; a new page rolls the Deployment and curl shows it; then, with
+#     Pods running, IP forwarding is off and nothing masquerades the Pods' network (read
+#     from /proc and iptables; nothing is sent off the machine);
 #  6. the leader Pod of myweb-operator deleted: the standby takes the Lease over;
 #  7. liveness: sample-controller's process stopped (SIGSTOP from the host: the image has
 #     no shell to kill from inside) -> its /healthz stops answering -> the kubelet
@@ -301,6 +303,15 @@ k rollout status deploy/e2e-web --timeout=120s >/dev/null || fail "Deployment e2
 # that moment the port refuses (no endpoint), as it would for any client.
 eventually 30 "the changed page over the NodePort after the rollout" page_stable "$PAGE2"
 log "after the change (Deployment generation $gen -> $(k get deploy e2e-web -o jsonpath='{.metadata.generation}')): curl -> $PAGE2 (5 requests in a row)"
+# Nothing routes off this machine while the node runs (DEVELOPERS.md): with Pods on the
+# bridge and a page served through kube-proxy's rules, IP forwarding is still off and no
+# rule masquerades the Pods' network. Read from the kernel and the rules; no traffic is sent.
+[ "$(cat /proc/sys/net/ipv4/ip_forward)" = 0 ] ||
+  fail "net.ipv4.ip_forward is $(cat /proc/sys/net/ipv4/ip_forward) while the node runs: a Pod's packet off this machine would be forwarded"
+if iptables -t nat -S POSTROUTING | grep -q -- '-s 10.244.0.0/24.*MASQUERADE\|CNI-'; then
+  fail "a rule masquerades the Pods' network: $(iptables -t nat -S POSTROUTING | grep -- '10.244.0.0/24\|CNI-')"
+fi
+log "while the node runs: net.ipv4.ip_forward = 0, no masquerade of 10.244.0.0/24"
 
 # --- 6. leader Pod deleted -> takeover ------------------------------------------------------
 old=$(leader myweb-operator)

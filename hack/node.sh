@@ -130,13 +130,18 @@ EOF
   mkdir -p "$STATE/registry-hosts/_default"
   printf 'server = "http://127.0.0.1:9"\n' >"$STATE/registry-hosts/_default/hosts.toml"
   # The bridge plugin on our bridge; host-local addresses; no masquerade (nothing leaves).
+  # Not `isGateway`: the plugin would give the bridge its address (it has it: `up` made
+  # it) and switch IP forwarding on for good (its cmdAdd calls enableIPForward), which
+  # nothing here needs: host <-> Pod and Pod <-> Pod on the one bridge are not forwarded,
+  # Service traffic is DNAT to local addresses. The Pods' default route still points at
+  # $NODE_IP (host-local's gateway), so they reach the node and nothing else.
   cat >"$STATE/cni/net.d/10-kcr.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kcr",
   "plugins": [
     {
-      "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": true,
       "ipam": {
         "type": "host-local", "dataDir": "$STATE/cni/ipam",
         "ranges": [[{ "subnet": "$POD_CIDR", "rangeStart": "10.244.0.10", "rangeEnd": "10.244.0.250", "gateway": "$NODE_IP" }]],
