@@ -84,14 +84,20 @@ impl SyncHandler for Scripted {
     }
 }
 
-/// Counts the observations per result (one observer per test binary: the hook is
-/// process-wide, so only the timeout test looks at it).
+/// The observations of the controller named [`OBSERVED`], in order. The hook is
+/// process-wide and the other tests of this binary run at the same time, so their
+/// controllers (named `timeouts`) report here too and are left out.
 #[derive(Default)]
 struct Results(Mutex<Vec<ReconcileResult>>);
 
+/// The name of the one controller whose results [`Results`] keeps.
+const OBSERVED: &str = "timeouts-observed";
+
 impl ReconcileObserver for Results {
-    fn observe(&self, _: &str, result: ReconcileResult, _: Duration) {
-        self.0.lock().push(result);
+    fn observe(&self, controller: &str, result: ReconcileResult, _: Duration) {
+        if controller == OBSERVED {
+            self.0.lock().push(result);
+        }
     }
 }
 
@@ -103,8 +109,20 @@ fn start(
     CancellationToken,
     tokio::task::JoinHandle<()>,
 ) {
-    let queue = RateLimitingQueue::with_default_rate_limiter("timeouts");
-    let controller = Controller::new("timeouts", queue, handler).with_reconcile_timeout(timeout);
+    start_named("timeouts", handler, timeout)
+}
+
+fn start_named(
+    name: &str,
+    handler: Scripted,
+    timeout: Option<Duration>,
+) -> (
+    Controller<Scripted>,
+    CancellationToken,
+    tokio::task::JoinHandle<()>,
+) {
+    let queue = RateLimitingQueue::with_default_rate_limiter(name);
+    let controller = Controller::new(name, queue, handler).with_reconcile_timeout(timeout);
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (c, cancel) = (controller.clone(), cancel.clone());
@@ -118,7 +136,7 @@ async fn a_hung_sync_is_cancelled_at_the_timeout_its_worker_freed_and_its_key_re
     let results = Arc::new(Results::default());
     assert!(set_global_reconcile_observer(results.clone()));
     let handler = Scripted::with(&[("ns/hung", &[Step::Hang])]);
-    let (c, cancel, run) = start(handler, Some(Duration::from_secs(10)));
+    let (c, cancel, run) = start_named(OBSERVED, handler, Some(Duration::from_secs(10)));
     c.queue().add("ns/hung".to_string());
     c.queue().add("ns/other".to_string());
     tokio::time::sleep(Duration::from_secs(60)).await;
