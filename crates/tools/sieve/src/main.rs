@@ -11,8 +11,9 @@
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
 use sieve::plan::{self, PlanCounts};
 use sieve::trace::Trace;
@@ -108,11 +109,20 @@ struct RunArgs {
     trace: Option<PathBuf>,
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
         Command::Learn(args) => learn(&args),
         Command::Plan(args) => print_plans(&args),
         Command::Run(args) => run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // No backtrace: these are the user's errors (a bad file) or the steps not
+            // built yet, not the program's. The crate's errors name their causes.
+            eprintln!("sieve: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -192,5 +202,5 @@ fn print_plans(args: &PlanArgs) -> anyhow::Result<()> {
             plan.command(workload, controller)
         );
     }
-    std::io::Write::flush(&mut std::io::stdout()).context("writing the plans")
+    Ok(std::io::Write::flush(&mut std::io::stdout())?)
 }
