@@ -1,0 +1,242 @@
+//! Tests of [`super`] on hand-written traces of the Foo workload's recreate step: a
+//! correct controller, and broken ones the invariants must catch.
+
+use super::*;
+use crate::testing::{begin, end, owned, status_write, trace, watch, write};
+use crate::trace::EventType::{Added, Deleted, Modified};
+use crate::trace::Method::{Delete, Patch, Post, Put};
+use serde_json::json;
+
+/// The Foo controller of the repository: it watches its Deployments, so it sees the
+/// garbage collector delete the old one before it creates the new one.
+fn correct_recreate() -> Trace {
+    trace([
+        begin(1, "create", "web"),
+        watch("foos", Added, "ns/web", "10", "u1"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("11")),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        watch("deployments", Added, "ns/web", "11", "d1"),
+        // Its cache is late: the create is refused, nothing is created twice.
+        owned(
+            write(Post, "deployments", "ns/web", 409, None),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        status_write("foos", "ns/web", 200, Some("12")),
+        end(1),
+        begin(2, "recreate", "web"),
+        watch("foos", Deleted, "ns/web", "13", "u1"),
+        watch("deployments", Deleted, "ns/web", "14", "d1"),
+        watch("foos", Added, "ns/web", "15", "u2"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("16")),
+            "Foo",
+            "web",
+            "u2",
+        ),
+        end(2),
+    ])
+}
+
+/// A broken Foo controller that creates the Deployment on every Foo event without
+/// checking a cache (it has no Deployment informer): after the recreate, its second
+/// create succeeds with no delete it could have seen.
+fn creates_without_checking_its_cache() -> Trace {
+    trace([
+        begin(1, "create", "web"),
+        watch("foos", Added, "ns/web", "10", "u1"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("11")),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        status_write("foos", "ns/web", 200, Some("12")),
+        watch("foos", Modified, "ns/web", "12", "u1"),
+        owned(
+            write(Post, "deployments", "ns/web", 409, None),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        end(1),
+        begin(2, "recreate", "web"),
+        watch("foos", Deleted, "ns/web", "13", "u1"),
+        watch("foos", Added, "ns/web", "15", "u2"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("16")),
+            "Foo",
+            "web",
+            "u2",
+        ),
+        end(2),
+    ])
+}
+
+#[test]
+fn a_correct_controllers_trace_holds_every_invariant() {
+    assert_eq!(check_trace(&correct_recreate()), []);
+}
+
+#[test]
+fn a_controller_that_creates_without_checking_its_cache_is_caught() {
+    let violations = check_trace(&creates_without_checking_its_cache());
+    assert_eq!(
+        violations,
+        [Violation::CreatedTwice {
+            resource: "deployments".into(),
+            key: "ns/web".into(),
+            first: 3,
+            second: 11,
+        }]
+    );
+    assert_eq!(
+        violations[0].to_string(),
+        "created twice: deployments ns/web (records 3 and 11, no delete between)"
+    );
+}
+
+#[test]
+fn a_delete_the_controller_sent_separates_two_creates() {
+    let run = trace([
+        write(Post, "configmaps", "ns/page", 201, Some("1")),
+        write(Delete, "configmaps", "ns/page", 200, Some("2")),
+        write(Post, "configmaps", "ns/page", 201, Some("3")),
+        // A refused delete deletes nothing.
+        write(Delete, "configmaps", "ns/page", 500, None),
+        write(Post, "configmaps", "ns/page", 201, Some("4")),
+    ]);
+    let violations = check_trace(&run);
+    assert!(
+        matches!(
+            violations.as_slice(),
+            [Violation::CreatedTwice {
+                first: 3,
+                second: 5,
+                ..
+            }]
+        ),
+        "{violations:?}"
+    );
+}
+
+#[test]
+fn a_write_for_an_owner_seen_deleted_is_caught_but_cleanup_is_not() {
+    let run = trace([
+        watch("foos", Added, "ns/web", "10", "u1"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("11")),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        watch("foos", Deleted, "ns/web", "12", "u1"),
+        // Acting on the deleted Foo: a violation.
+        owned(
+            write(Put, "deployments", "ns/web", 200, Some("13")),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        // Cleaning up after it: deleting what it owned, removing a finalizer.
+        owned(
+            write(Delete, "deployments", "ns/web", 200, Some("14")),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        {
+            let mut event = owned(
+                write(Patch, "deployments", "ns/web", 200, Some("15")),
+                "Foo",
+                "web",
+                "u1",
+            );
+            if let Event::Write(w) = &mut event {
+                w.removes_finalizer = true;
+            }
+            event
+        },
+        // Refused writes change nothing; a new Foo with the same name is another owner.
+        owned(
+            write(Put, "deployments", "ns/web", 404, None),
+            "Foo",
+            "web",
+            "u1",
+        ),
+        watch("foos", Added, "ns/web", "16", "u2"),
+        owned(
+            write(Post, "deployments", "ns/web", 201, Some("17")),
+            "Foo",
+            "web",
+            "u2",
+        ),
+    ]);
+    let violations = check_trace(&run);
+    assert_eq!(
+        violations,
+        [Violation::WriteForDeletedOwner {
+            seq: 4,
+            write: "PUT deployments ns/web -> 200".into(),
+            owner_kind: "Foo".into(),
+            owner_name: "web".into(),
+            owner_uid: "u1".into(),
+            deleted_at: 3,
+        }]
+    );
+    assert_eq!(
+        violations[0].to_string(),
+        "write for a deleted owner: record 4: PUT deployments ns/web -> 200, on behalf of Foo web (uid u1), seen deleted at record 3"
+    );
+}
+
+fn object(kind: &str, name: &str, uid: &str, owner: Option<(&str, &str, &str)>) -> Json {
+    let mut object =
+        json!({"kind": kind, "metadata": {"name": name, "namespace": "ns", "uid": uid}});
+    if let Some((kind, name, uid)) = owner {
+        object["metadata"]["ownerReferences"] =
+            json!([{"kind": kind, "name": name, "uid": uid, "controller": true}]);
+    }
+    object
+}
+
+#[test]
+fn objects_left_for_a_deleted_owner_are_caught() {
+    let end_state = [
+        object("Foo", "web", "u2", None),
+        // The live Foo's Deployment: fine.
+        object("Deployment", "web", "d2", Some(("Foo", "web", "u2"))),
+        // The first incarnation's: its owner, u1, is gone although a Foo web exists.
+        object("Deployment", "web-b", "d1", Some(("Foo", "web", "u1"))),
+        // A Foo that is not there at all.
+        object("Deployment", "old", "d0", Some(("Foo", "old", "u0"))),
+        // Owned by a kind the end state did not capture: not checked.
+        object(
+            "Pod",
+            "web-abc",
+            "p1",
+            Some(("ReplicaSet", "web-5d8f7", "r1")),
+        ),
+    ];
+    let violations = check_end_state(&end_state, &["Foo", "Deployment"]);
+    assert_eq!(
+        violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        [
+            "left for a deleted owner: Deployment ns/web-b (its owner Foo web in the end state is another object, uid u2)",
+            "left for a deleted owner: Deployment ns/old (its owner Foo old is not in the end state)",
+        ]
+    );
+    assert!(check(&correct_recreate(), &end_state[..2], &["Foo", "Deployment"]).is_empty());
+    assert_eq!(
+        check(&creates_without_checking_its_cache(), &end_state, &["Foo"]).len(),
+        3
+    );
+}
