@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the browser the pipeline page's test drives
 # (cmd/sample-controller/tests/e2e/pipeline.rs): Debian's chromium and
-# chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver).
+# chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver), and a font with Traditional
+# Chinese glyphs (fonts-wqy-microhei) for the page's zh-TW screenshot.
 #
 # Idempotent and quiet: when both binaries are already there it prints nothing and
 # exits 0. Otherwise it runs `apt-get update` once and installs the packages. Runs as
@@ -13,6 +14,9 @@ set -euo pipefail
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+# A font with Traditional Chinese glyphs, for the zh-TW screenshot of the page (small:
+# WenQuanYi Micro Hei, about 5 MB).
+[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

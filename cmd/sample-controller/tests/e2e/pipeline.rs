@@ -5,7 +5,9 @@
 //! - headless Chromium (Debian's `chromium`, driven through `chromedriver`) opens the
 //!   page, types the key into the follow box, presses Follow, and sees the timeline
 //!   list every stage; a screenshot is kept under the target directory
-//!   (`target/tmp/pipeline-view.png`).
+//!   (`target/tmp/pipeline-view.png`);
+//! - a second browser that prefers Traditional Chinese (`Accept-Language: zh-TW`) gets
+//!   the page in zh-TW (title, stages, button; `target/tmp/pipeline-view-zh-TW.png`).
 //!
 //! hack/test.sh installs chromium and chromium-driver when they are missing.
 
@@ -121,33 +123,8 @@ async fn the_pipeline_page_follows_a_new_foo_through_every_stage() -> anyhow::Re
         .kill_on_drop(true)
         .spawn()?;
     let profile = std::env::temp_dir().join(format!("{}-chromium", env.namespace()));
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        serde_json::json!({
-            "binary": CHROMIUM,
-            "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,900",
-                format!("--user-data-dir={}", profile.display()),
-            ],
-        }),
-    );
     let driver_url = format!("http://127.0.0.1:{port}");
-    let browser = wait_for("chromedriver and a browser session", TIMEOUT, || async {
-        Ok::<_, std::convert::Infallible>(
-            match ClientBuilder::new(hyper_connector())
-                .capabilities(caps.clone())
-                .connect(&driver_url)
-                .await
-            {
-                Ok(client) => Check::Ready(client),
-                Err(e) => Check::Pending(e.to_string()),
-            },
-        )
-    })
-    .await?;
+    let browser = browser_session(&driver_url, &profile, "en-US,en").await?;
 
     let result = async {
         browser
@@ -190,17 +167,102 @@ async fn the_pipeline_page_follows_a_new_foo_through_every_stage() -> anyhow::Re
             .await?;
         anyhow::ensure!(!fifo_total.starts_with("0 "), "FIFO box: {fifo_total:?}");
 
-        let png = browser.screenshot().await?;
-        let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pipeline-view.png");
-        std::fs::write(&artifact, &png)?;
+        let title = browser.find(Locator::Css("h1")).await?.text().await?;
+        anyhow::ensure!(title == "Controller pipeline", "title {title:?}");
+        let artifact = screenshot(&browser, "pipeline-view.png").await?;
         eprintln!("stages shown: {shown}; screenshot: {}", artifact.display());
-        anyhow::ensure!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    let _ = browser.close().await;
+    let _ = std::fs::remove_dir_all(&profile);
+    result?;
+
+    // 3. The same page for a browser that prefers Traditional Chinese (Accept-Language).
+    let profile = std::env::temp_dir().join(format!("{}-chromium-zh", env.namespace()));
+    let browser = browser_session(&driver_url, &profile, "zh-TW,zh").await?;
+    let result = async {
+        browser
+            .goto(&format!(
+                "http://{}/debug/pipeline?key={key}",
+                replica.metrics
+            ))
+            .await?;
+        let queue = browser
+            .wait()
+            .for_element(Locator::Css("#stage-queue h2"))
+            .await?;
+        anyhow::ensure!(
+            queue.text().await? == "工作佇列",
+            "the workqueue stage in zh-TW"
+        );
+        let title = browser.find(Locator::Css("h1")).await?.text().await?;
+        anyhow::ensure!(title == "控制器管線", "title {title:?}");
+        let button = browser
+            .find(Locator::Id("follow-button"))
+            .await?
+            .text()
+            .await?;
+        anyhow::ensure!(button == "追蹤", "button {button:?}");
+        let artifact = screenshot(&browser, "pipeline-view-zh-TW.png").await?;
+        eprintln!("zh-TW screenshot: {}", artifact.display());
         Ok::<_, anyhow::Error>(())
     }
     .await;
     let _ = browser.close().await;
     let _ = std::fs::remove_dir_all(&profile);
     result
+}
+
+/// A headless Chromium session through chromedriver at `driver_url`, its profile in
+/// `profile`, asking for pages in `languages` (its Accept-Language).
+async fn browser_session(
+    driver_url: &str,
+    profile: &std::path::Path,
+    languages: &str,
+) -> anyhow::Result<fantoccini::Client> {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": CHROMIUM,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,900",
+                format!("--user-data-dir={}", profile.display()),
+                format!("--lang={}", languages.split(',').next().unwrap_or("en")),
+            ],
+            "prefs": {"intl": {"accept_languages": languages}},
+        }),
+    );
+    Ok(
+        wait_for("chromedriver and a browser session", TIMEOUT, || async {
+            Ok::<_, std::convert::Infallible>(
+                match ClientBuilder::new(hyper_connector())
+                    .capabilities(caps.clone())
+                    .connect(driver_url)
+                    .await
+                {
+                    Ok(client) => Check::Ready(client),
+                    Err(e) => Check::Pending(e.to_string()),
+                },
+            )
+        })
+        .await?,
+    )
+}
+
+/// Saves the page as `name` under the target directory; its path.
+async fn screenshot(
+    browser: &fantoccini::Client,
+    name: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let png = browser.screenshot().await?;
+    anyhow::ensure!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&artifact, &png)?;
+    Ok(artifact)
 }
 
 /// A plain-HTTP connector for chromedriver on localhost (no TLS needed).

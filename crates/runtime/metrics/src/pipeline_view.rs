@@ -43,14 +43,56 @@ struct Trip {
     steps: Vec<pipeline::Step>,
 }
 
-/// Answers `path` (with `query`) if it is one of the view's endpoints.
-pub(crate) fn handle(path: &str, query: Option<&str>) -> Option<Response<Full<Bytes>>> {
+/// The page's languages: English, and Traditional Chinese (Taiwan) for this project's
+/// first learners (docs/zh-TW).
+const LANGUAGES: [&str; 2] = ["en", "zh-TW"];
+
+/// The page's language for a request's `Accept-Language`: the supported one the
+/// browser ranks highest (`q` weights honoured); any `zh` tag gets zh-TW, the only
+/// Chinese the page has; English without a header or a match.
+pub(crate) fn language(accept_language: Option<&str>) -> &'static str {
+    let mut best: Option<(f32, &'static str)> = None;
+    for range in accept_language.unwrap_or_default().split(',') {
+        let mut parts = range.split(';');
+        let tag = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let lang = if tag == "zh" || tag.starts_with("zh-") {
+            LANGUAGES[1]
+        } else if tag == "en" || tag.starts_with("en-") {
+            LANGUAGES[0]
+        } else {
+            continue;
+        };
+        if q > 0.0 && best.is_none_or(|(b, _)| q > b) {
+            best = Some((q, lang));
+        }
+    }
+    best.map_or(LANGUAGES[0], |(_, lang)| lang)
+}
+
+/// Answers `path` (with `query`) if it is one of the view's endpoints; the page in the
+/// language `accept_language` asks for.
+pub(crate) fn handle(
+    path: &str,
+    query: Option<&str>,
+    accept_language: Option<&str>,
+) -> Option<Response<Full<Bytes>>> {
     match path {
-        "/debug/pipeline" | "/debug/pipeline/" => Some(respond(
-            StatusCode::OK,
-            "text/html; charset=utf-8",
-            PAGE.into(),
-        )),
+        "/debug/pipeline" | "/debug/pipeline/" => {
+            let lang = language(accept_language);
+            let mut page = respond(
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+                PAGE.replace("__LANG__", lang),
+            );
+            let headers = page.headers_mut();
+            headers.insert("Content-Language", HeaderValue::from_static(lang));
+            headers.insert("Vary", HeaderValue::from_static("Accept-Language"));
+            Some(page)
+        }
         "/debug/pipeline/state" => {
             let trace = pipeline::global();
             json(&State {
@@ -113,4 +155,58 @@ fn respond(status: StatusCode, content_type: &'static str, body: String) -> Resp
         ),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_is_the_browsers_first_supported_choice() {
+        assert_eq!(language(None), "en");
+        assert_eq!(language(Some("")), "en");
+        assert_eq!(
+            language(Some("zh-TW,zh;q=0.9,en-US;q=0.8,en;q=0.7")),
+            "zh-TW"
+        );
+        assert_eq!(language(Some("zh-Hant-TW")), "zh-TW");
+        assert_eq!(language(Some("en-US,en;q=0.9,zh-TW;q=0.8")), "en");
+        assert_eq!(
+            language(Some("fr-FR, zh-TW;q=0.5")),
+            "zh-TW",
+            "French is not offered"
+        );
+        assert_eq!(language(Some("ja, fr")), "en", "nothing supported: English");
+        assert_eq!(
+            language(Some("en;q=0.2, zh;q=0.8")),
+            "zh-TW",
+            "weights count"
+        );
+        assert_eq!(
+            language(Some("zh-TW;q=0")),
+            "en",
+            "q=0 means not acceptable"
+        );
+    }
+
+    #[test]
+    fn the_page_is_served_in_that_language() {
+        let page = |accept| {
+            let response = handle("/debug/pipeline", None, accept).expect("the page");
+            let lang = response.headers()["Content-Language"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            (
+                lang,
+                response.headers()["Vary"].to_str().unwrap().to_string(),
+            )
+        };
+        assert_eq!(
+            page(Some("zh-TW")),
+            ("zh-TW".to_string(), "Accept-Language".to_string())
+        );
+        assert_eq!(page(None).0, "en");
+        assert!(!PAGE.replace("__LANG__", "en").contains("__LANG__"));
+    }
 }

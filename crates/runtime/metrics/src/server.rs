@@ -412,7 +412,11 @@ impl Routes {
             (Routes::Metrics { pipeline: true, .. }, path)
                 if path.starts_with("/debug/pipeline") =>
             {
-                crate::pipeline_view::handle(path, req.uri().query())
+                let accept_language = req
+                    .headers()
+                    .get(hyper::header::ACCEPT_LANGUAGE)
+                    .and_then(|v| v.to_str().ok());
+                crate::pipeline_view::handle(path, req.uri().query(), accept_language)
                     .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "404 page not found\n".into()))
             }
             (Routes::Metrics { registry, .. }, "/metrics") => match registry.encode() {

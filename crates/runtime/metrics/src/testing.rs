@@ -34,7 +34,20 @@ pub struct HttpResponse {
 /// `GET path` from the server at `addr` over a fresh HTTP/1.1 connection
 /// (`Connection: close`), read to the end. Plain tokio, so a test needs no HTTP client.
 pub async fn http_get(addr: SocketAddr, path: &str) -> io::Result<HttpResponse> {
-    get_over(TcpStream::connect(addr).await?, addr, path, None).await
+    http_get_with(addr, path, &[]).await
+}
+
+/// [`http_get`] with extra request headers (e.g. `("Accept-Language", "zh-TW")`).
+pub async fn http_get_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> io::Result<HttpResponse> {
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    get_over(TcpStream::connect(addr).await?, addr, path, &extra).await
 }
 
 /// [`http_get`] over TLS (HTTP/1.1), with `Authorization: Bearer <token>` when a token
@@ -46,7 +59,10 @@ pub async fn https_get(
     path: &str,
     token: Option<&str>,
 ) -> io::Result<HttpResponse> {
-    get_over(tls_connect(addr).await?, addr, path, token).await
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    get_over(tls_connect(addr).await?, addr, path, &authorization).await
 }
 
 /// A TLS connection to the server at `addr`, its certificate **not verified** (the
@@ -73,13 +89,10 @@ async fn get_over<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     addr: SocketAddr,
     path: &str,
-    token: Option<&str>,
+    extra_headers: &str,
 ) -> io::Result<HttpResponse> {
-    let authorization = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
     let request =
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{authorization}Connection: close\r\n\r\n");
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra_headers}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut raw = Vec::new();
     // A TLS peer that closes without close_notify ends the read with UnexpectedEof

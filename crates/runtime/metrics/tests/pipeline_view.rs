@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use metrics::testing::http_get;
+use metrics::testing::{http_get, http_get_with};
 use metrics::{BindAddress, Metrics, bind_metrics, bind_metrics_with_pipeline};
 use pipeline::{Stage, Step};
 use tokio_util::sync::CancellationToken;
@@ -51,6 +51,26 @@ async fn the_view_is_off_by_default_and_serves_the_page_state_and_trips_when_on(
     assert!(
         !page.body.contains("http://") && !page.body.contains("https://"),
         "nothing from elsewhere"
+    );
+    // In English unless the browser prefers Traditional Chinese; both sets of words are
+    // in the page, the language picks one (the browser test shows each).
+    assert!(page.body.contains("<html lang=\"en\">") && page.body.contains("const LANG = \"en\""));
+    assert!(page.body.contains("Controller pipeline") && page.body.contains("控制器管線"));
+    let zh = http_get_with(
+        addr,
+        "/debug/pipeline",
+        &[("Accept-Language", "zh-TW,zh;q=0.9,en;q=0.8")],
+    )
+    .await?;
+    assert!(
+        zh.body.contains("<html lang=\"zh-TW\">") && zh.body.contains("const LANG = \"zh-TW\"")
+    );
+    assert!(
+        zh.headers
+            .to_ascii_lowercase()
+            .contains("content-language: zh-tw"),
+        "{}",
+        zh.headers
     );
 
     // A trip recorded by the stages, read back in order.
