@@ -56,7 +56,7 @@ use workqueue::{AddOpts, RateLimitingQueue};
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
-use crate::gate::{Admission, SyncGate};
+use crate::gate::{Admission, Pass, SyncGate};
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics;
 use crate::outcome::{self, Outcome, panic_message};
@@ -327,6 +327,10 @@ impl<H: SyncHandler> Controller<H> {
             Some(Admission::Admit(pass)) => Some(pass),
             None => None,
         };
+        // The object the gate placed the key by (the hash of its uid): logged with the
+        // sync, since a name deleted and created again is another object (see
+        // crate::gate::Pass::for_object).
+        let object_hash = pass.as_ref().and_then(Pass::object);
 
         if !self.is_fresh(key, priority) {
             // Parked until the caches catch up; the WorkItem guard marks the key done.
@@ -394,6 +398,7 @@ impl<H: SyncHandler> Controller<H> {
                     ?elapsed,
                     started_at = %clock.started_at(),
                     last_poll_at = %clock.last_poll_at(),
+                    object_hash,
                     "synced"
                 );
             }
@@ -420,6 +425,7 @@ impl<H: SyncHandler> Controller<H> {
                     last_poll_at = %clock.last_poll_at(),
                     ?after,
                     priority,
+                    object_hash,
                     "synced; requeued"
                 );
             }
