@@ -79,6 +79,14 @@ pub struct ApiAction {
 }
 
 impl ApiAction {
+    /// Decodes a request's method, path and raw query (`/api/v1/...`,
+    /// `/apis/<group>/<version>/...`) into an action without a body; `None` for other
+    /// paths (discovery, `/healthz`) and methods. The test tools' proxy reads what a
+    /// controller's request addresses with it (`crates/dev/apiproxy`).
+    pub fn parse(method: &Method, path: &str, query: &str) -> Option<Self> {
+        parse_action(method, path, query.to_string(), None)
+    }
+
     /// "resource" or "resource/subresource", e.g. "foos/status".
     pub fn resource_path(&self) -> String {
         match &self.subresource {

@@ -62,18 +62,7 @@ impl ControlPlane {
     ) -> Result<(), ChaosError> {
         let text = std::fs::read_to_string(&self.kubeconfig)
             .map_err(|e| ChaosError::io("reading the admin kubeconfig", e))?;
-        let text: String = text
-            .lines()
-            .map(|line| {
-                if line.trim_start().starts_with("server: ") {
-                    format!("    server: https://{addr}")
-                } else {
-                    line.to_owned()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        std::fs::write(path, text + "\n")
+        std::fs::write(path, apiproxy::kubeconfig_for(&text, addr))
             .map_err(|e| ChaosError::io("writing the proxy kubeconfig", e))
     }
 

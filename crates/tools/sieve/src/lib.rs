@@ -21,8 +21,8 @@
 //!   restart it and serve its lists at the resourceVersion of the end of the previous
 //!   step (`resourceVersionMatch=Exact`), its writes still going to the live server.
 //!
-//! A run of the tool: **learn** (run a [`workload`] unperturbed through a recording
-//! proxy: the [`trace`] of writes, watch events and step boundaries, and the end state,
+//! A run of the tool: **learn** (run a [`workload`] unperturbed through the recording
+//! [`proxy`]: the [`trace`] of writes, watch events and step boundaries, and the end state,
 //! the reference), **plan** (the [`plan`]s of that trace), **run** each plan from a fresh
 //! namespace and compare its end state with the reference ([`diff`]) and check the
 //! [`invariants`] over its trace and end state, then **report** per plan.
@@ -32,13 +32,16 @@
 //! Built, and unit-tested without a cluster: the workload format and its validation
 //! ([`workload`]; `workloads/` has the Foo, VirtualMachine and MyWeb ones), the trace
 //! format ([`trace`]), the planner ([`plan`]), the end-state comparison ([`diff`]), the
-//! invariants ([`invariants`]), and the `sieve plan --trace FILE` command.
+//! invariants ([`invariants`]), the `sieve plan --trace FILE` command, and the
+//! [`proxy`] between the controller and kube-apiserver (on `crates/dev/apiproxy`) that
+//! records the trace (writes, watch events; the runner appends the step boundaries)
+//! and applies a plan: it calls a hook right after the answer to the k-th write (where
+//! the runner is to SIGKILL the controller), withholds one watch event, and serves
+//! lists at an old resourceVersion while told to.
 //!
-//! Not built yet: the HTTPS proxy between the controller and kube-apiserver that records
-//! the trace and applies a plan (counts writes and kills the controller after the k-th,
-//! drops one watch event, rewrites the initial lists to an old resourceVersion), the
-//! runner that starts the control plane and the controller, drives the workload, waits
-//! for quiescence and captures the end state, and the report. `sieve learn` and `sieve
+//! Not built yet: the runner that starts the control plane, the proxy and the
+//! controller, drives the workload, waits for quiescence, kills and restarts the
+//! controller and captures the end state, and the report. `sieve learn` and `sieve
 //! run` parse their arguments and the workload, then stop with an error that says so.
 
 #![forbid(unsafe_code)]
@@ -46,6 +49,7 @@
 pub mod diff;
 pub mod invariants;
 pub mod plan;
+pub mod proxy;
 pub mod trace;
 pub mod workload;
 

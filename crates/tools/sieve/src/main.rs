@@ -39,9 +39,12 @@ custom resources) unperturbed and records the trace; `plan` lists one test per p
 that trace; `run` replays one plan in a fresh namespace and compares its end state and
 invariants with the learning run's.
 
-Built today: `plan` (and the workload, trace, diff and invariant code underneath). NOT
-built yet: `learn` and `run` need the recording, perturbing proxy and the runner; they
-check their arguments and the workload, then stop with an error that says so.";
+Built today: `plan` (and the workload, trace, diff and invariant code underneath), and
+the proxy between the controller and kube-apiserver that records the trace and applies a
+plan (a library piece: no command starts it yet). NOT built yet: `learn` and `run` need
+the runner (the control plane, the controller behind the proxy, the workload's steps,
+quiescence, the kill and restart, the end state); they check their arguments and the
+workload, then stop with an error that says so.";
 
 /// Sieve's perturbations for Kubernetes controllers: crash after each write, a withheld
 /// watch event, a lagging API server.
@@ -54,13 +57,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// NOT BUILT YET (needs the recording proxy): run a workload unperturbed and record
-    /// its trace and end state.
+    /// NOT BUILT YET (needs the runner; the recording proxy is built): run a workload
+    /// unperturbed and record its trace and end state.
     Learn(LearnArgs),
     /// Print the plans of a learning run's trace, each with the command that replays it.
     Plan(PlanArgs),
-    /// NOT BUILT YET (needs the recording proxy): replay one plan and compare its end
-    /// state with the learning run's.
+    /// NOT BUILT YET (needs the runner; the perturbing proxy is built): replay one plan
+    /// and compare its end state with the learning run's.
     Run(RunArgs),
 }
 
@@ -127,8 +130,9 @@ fn main() -> ExitCode {
 }
 
 /// The error of the steps that are not built yet.
-const NOT_BUILT: &str = "needs the recording proxy (not built yet): \
-     the proxy that records and perturbs the controller's traffic and the runner are still to be built (issue 46)";
+const NOT_BUILT: &str = "needs the runner (not built yet): \
+     the proxy that records and perturbs the controller's traffic is built (sieve::proxy), \
+     the runner that starts the control plane and the controller behind it and drives the workload is still to be built (issue 46)";
 
 fn learn(args: &LearnArgs) -> anyhow::Result<()> {
     let workload = Workload::from_file(&args.workload)?;

@@ -229,10 +229,13 @@ fn unobserved(trace: &Trace) -> Vec<Plan> {
         .collect()
 }
 
-fn stale(trace: &Trace) -> Vec<Plan> {
+/// The newest resourceVersion the controller had seen by the end of each step (in its
+/// watch events and the answers to its accepted writes), in the trace's order: where a
+/// stale-state plan of the next step serves its lists. The runner of a stale-state
+/// replay reads it from that run's own trace (the learning run's versions differ).
+pub fn versions_at_step_ends(trace: &Trace) -> Vec<(usize, Option<String>)> {
     let mut seen = SeenVersions::default();
-    // The resourceVersion seen by the end of each step.
-    let mut at_end: Vec<(usize, Option<String>)> = Vec::new();
+    let mut at_end = Vec::new();
     for record in &trace.records {
         match &record.event {
             Event::Watch(event) => seen.saw(&event.resource_version),
@@ -245,6 +248,11 @@ fn stale(trace: &Trace) -> Vec<Plan> {
             _ => {}
         }
     }
+    at_end
+}
+
+fn stale(trace: &Trace) -> Vec<Plan> {
+    let at_end = versions_at_step_ends(trace);
     let ended: HashMap<usize, Option<String>> = at_end.iter().cloned().collect();
     let mut plans: Vec<Plan> = at_end
         .iter()

@@ -1,6 +1,6 @@
 //! What a learning run records: the trace the planner and the invariants read.
 //!
-//! The recording proxy (not built yet) sits between the controller and the API server and
+//! The recording [`proxy`](crate::proxy) sits between the controller and the API server and
 //! appends one [`Record`] per thing it sees, in the order it sees them, each with a
 //! sequence number: every write the controller sends ([`Write`]: the method, the
 //! resource, the object's `namespace/name` key, the subresource, the response status

@@ -1,5 +1,5 @@
 //! The `sieve` binary: `plan` prints the plans of a trace with their replay commands;
-//! `learn` and `run` say they are not built yet, after checking the workload.
+//! `learn` and `run` say they need the runner, not built yet, after checking the workload.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -143,7 +143,7 @@ fn learn_and_run_check_the_workload_then_say_they_are_not_built() {
         stderr(&learn)
     );
     assert!(
-        stderr(&learn).contains("needs the recording proxy (not built yet)"),
+        stderr(&learn).contains("needs the runner (not built yet)"),
         "{}",
         stderr(&learn)
     );
@@ -159,7 +159,7 @@ fn learn_and_run_check_the_workload_then_say_they_are_not_built() {
     ]);
     assert_eq!(run.status.code(), Some(1));
     assert!(
-        stderr(&run).contains("needs the recording proxy (not built yet)"),
+        stderr(&run).contains("needs the runner (not built yet)"),
         "{}",
         stderr(&run)
     );
@@ -214,12 +214,13 @@ fn help_explains_the_perturbations_and_what_is_not_built() {
         "unobserved state",
         "stale state",
         "OSDI 2022",
-        "NOT\nbuilt yet",
+        "NOT built yet",
+        "the proxy between the controller and kube-apiserver that records the trace",
     ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
     assert!(
-        text.contains("NOT BUILT YET (needs the recording proxy)"),
+        text.contains("NOT BUILT YET (needs the runner; the recording proxy is built)"),
         "{text}"
     );
     assert_eq!(sieve(&["plan"]).status.code(), Some(2));

@@ -1,0 +1,296 @@
+//! The recording, perturbing proxy between the controller and kube-apiserver: an
+//! [`apiproxy::Proxy`] whose [`Interceptor`] is a [`Recorder`].
+//!
+//! What it does to the controller's traffic, always:
+//!
+//! - **JSON only**: protobuf is removed from each request's `Accept` header (left
+//!   empty, it becomes `application/json`), so every list, watch and write answer is
+//!   JSON the recorder can read. Our binaries and client-go read the answer by its
+//!   `Content-Type`, so they take JSON when protobuf is not offered.
+//! - **no streaming lists**: a watch with `sendInitialEvents=true` is answered
+//!   `422 Invalid`, as an API server with the WatchList feature off answers it, and the
+//!   client lists in pages instead (the recorder sees lists, not initial events it
+//!   would have to tell from changes). Both clients fall back on it:
+//!   crates/runtime/cache/src/reflector/watch_list.rs lists in pages after any 4xx but
+//!   410 and 429 (and, for a 4xx, does not try streaming again), and client-go 1.37's
+//!   reflector falls back to a paged list on every error of its watch-list request
+//!   except "connection refused" and 429, which it retries (`isWatchErrorRetriable`).
+//!   A 429 would be retried forever, a 410 means "relist" to ours, a 5xx reads as a
+//!   sick server: 422 is the one that means "not supported here" to both.
+//!
+//! What it records, as [`trace::Record`](crate::trace::Record)s in the order they
+//! happen: every write the controller sends (POST, PUT, PATCH, DELETE: the resource,
+//! the object's key, the subresource, the status and the resourceVersion of the
+//! answered object; recorded once the answer has been sent), and every `ADDED`,
+//! `MODIFIED` and `DELETED` watch event delivered to it. Writes and events of
+//! [`IGNORED`] resources (leases, events: leader election and event recording, on
+//! timers rather than on the workload) are neither recorded nor counted. The runner
+//! appends the run record and the step boundaries with [`Recorder::push`].
+//!
+//! What it perturbs, per [`Perturbation`]:
+//!
+//! - [`IntermediateState`](Perturbation::IntermediateState): the callback given to
+//!   [`Recorder::on_crash_point`] is called once, right after the answer to the
+//!   controller's `after_write`-th recorded write has been sent (the runner SIGKILLs
+//!   the controller there).
+//! - [`UnobservedState`](Perturbation::UnobservedState): the `occurrence`-th event of
+//!   `resource` `key` (counted over every watch of the resource, as the planner counts
+//!   the trace's) is withheld; the next event of that key is delivered as it is.
+//! - [`StaleState`](Perturbation::StaleState): between [`Recorder::begin_stale`] and
+//!   [`Recorder::end_stale`] (the runner starts it when it restarts the controller, at
+//!   the resourceVersion this run had reached at the end of step `at_step - 1`, see
+//!   [`plan::versions_at_step_ends`](crate::plan::versions_at_step_ends)), each list
+//!   request is rewritten to `resourceVersion=<rv>&resourceVersionMatch=Exact`; its
+//!   continue requests keep their tokens, its watches start from what the list
+//!   returned, its writes go to the live server as they are.
+//!
+//! Keys are matched as given: a plan from a learning run in another namespace must
+//! have its key's namespace replaced by this run's first.
+
+mod answer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use apiproxy::path;
+use apiproxy::watch::{self, Verdict};
+use apiproxy::{Exchange, Interceptor, ProxyBody, status_response};
+use http::header::{ACCEPT, HeaderValue};
+use http::{Response, request, response};
+use parking_lot::Mutex;
+
+use crate::plan::Perturbation;
+use crate::trace::{Event, Trace};
+
+/// The proxy the controller talks to.
+pub type SieveProxy = apiproxy::Proxy<Recorder>;
+
+/// Resources whose writes and events are neither recorded nor counted: leader
+/// election's leases and recorded events come on timers, not from the workload.
+pub const IGNORED: [&str; 2] = ["leases", "events"];
+
+/// What is called at the crash point.
+type CrashHook = Box<dyn FnOnce() + Send>;
+
+/// Records the controller's writes and watch events and applies one perturbation.
+pub struct Recorder {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.shared.state.lock();
+        f.debug_struct("Recorder")
+            .field("perturbation", &state.perturbation)
+            .field("records", &state.trace.records.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the recorder and the bodies it wraps share.
+struct Shared {
+    state: Mutex<State>,
+    on_crash: Mutex<Option<CrashHook>>,
+}
+
+#[derive(Default)]
+struct State {
+    trace: Trace,
+    perturbation: Option<Perturbation>,
+    /// Writes recorded so far.
+    writes: usize,
+    /// Events seen per (resource, key), the withheld one included.
+    occurrences: HashMap<(String, String), usize>,
+    /// The finalizers of each object in the last event delivered of it.
+    finalizers: HashMap<(String, String), usize>,
+    /// The resourceVersion lists are served at, while stale.
+    stale_rv: Option<String>,
+    /// Whether the perturbation's point was reached.
+    reached: bool,
+}
+
+impl Recorder {
+    /// A recorder that applies `perturbation` (none: a learning run).
+    pub fn new(perturbation: Option<Perturbation>) -> Self {
+        let state = State {
+            perturbation,
+            ..State::default()
+        };
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                on_crash: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Calls `hook` at the crash point of an
+    /// [`IntermediateState`](Perturbation::IntermediateState) plan (never otherwise).
+    pub fn on_crash_point(self, hook: impl FnOnce() + Send + 'static) -> Self {
+        *self.shared.on_crash.lock() = Some(Box::new(hook));
+        self
+    }
+
+    /// Appends `event` (the run record, a step's begin or end) with the next sequence
+    /// number, which it returns.
+    pub fn push(&self, event: Event) -> u64 {
+        self.shared.state.lock().trace.push(event)
+    }
+
+    /// The trace so far.
+    pub fn trace(&self) -> Trace {
+        self.shared.state.lock().trace.clone()
+    }
+
+    /// Whether the perturbation's point was reached: the crash hook called, the event
+    /// withheld, a list served stale.
+    pub fn reached(&self) -> bool {
+        self.shared.state.lock().reached
+    }
+
+    /// From now on, serve the controller's lists at `rv` (`resourceVersionMatch=Exact`).
+    pub fn begin_stale(&self, rv: impl Into<String>) {
+        self.shared.state.lock().stale_rv = Some(rv.into());
+    }
+
+    /// Serve the controller's lists as it asks for them again.
+    pub fn end_stale(&self) {
+        self.shared.state.lock().stale_rv = None;
+    }
+}
+
+impl Shared {
+    /// Records a write's answer and calls the crash hook if this was its write.
+    fn record_write(&self, write: crate::trace::Write) {
+        let crash = {
+            let mut state = self.state.lock();
+            let object = (write.resource.clone(), write.key.clone());
+            state.trace.push(Event::Write(write));
+            state.writes += 1;
+            let crash = matches!(state.perturbation,
+                Some(Perturbation::IntermediateState { after_write }) if after_write == state.writes);
+            state.reached |= crash;
+            if crash {
+                // The object written last is what its successor finds half done.
+                tracing::info!(write = state.writes, ?object, "sieve: crash point");
+            }
+            crash
+        };
+        if crash && let Some(hook) = self.on_crash.lock().take() {
+            hook();
+        }
+    }
+
+    /// What to do with a watch event of `resource`: records it, or withholds it.
+    fn watch_event(&self, resource: &str, event: &watch::WatchEvent) -> Verdict {
+        let Some(recorded) = answer::watch_event(resource, event) else {
+            return Verdict::Forward;
+        };
+        let mut state = self.state.lock();
+        let object = (recorded.resource.clone(), recorded.key.clone());
+        let occurrence = {
+            let n = state.occurrences.entry(object.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let withhold = matches!(&state.perturbation,
+            Some(Perturbation::UnobservedState { resource, key, occurrence: withheld, .. })
+                if (resource, key, *withheld) == (&object.0, &object.1, occurrence));
+        if withhold {
+            state.reached = true;
+            return Verdict::Drop;
+        }
+        state
+            .finalizers
+            .insert(object, answer::finalizer_count(&event.object));
+        state.trace.push(Event::Watch(recorded));
+        Verdict::Forward
+    }
+}
+
+impl Interceptor for Recorder {
+    async fn on_request(&self, request: &mut request::Parts) -> Option<Response<ProxyBody>> {
+        let accept = request.headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+        if let Some(Ok(json)) = accept.map(|a| HeaderValue::from_str(&json_only(a))) {
+            request.headers.insert(ACCEPT, json);
+        }
+        let api = path::action(&request.method, &request.uri)?;
+        match api.verb.as_str() {
+            "watch"
+                if path::query(&request.uri, "sendInitialEvents").as_deref() == Some("true") =>
+            {
+                Some(status_response(
+                    422,
+                    "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: \
+                     sendInitialEvents is forbidden for watch unless the WatchList feature gate \
+                     is enabled (sieve proxy: streaming lists are off, list in pages)",
+                ))
+            }
+            "list" if path::query(&request.uri, "continue").is_none() => {
+                let mut state = self.shared.state.lock();
+                if let Some(rv) = state.stale_rv.clone() {
+                    request.uri = path::with_query(
+                        &request.uri,
+                        &[("resourceVersion", &rv), ("resourceVersionMatch", "Exact")],
+                    );
+                    state.reached = true;
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn on_response(
+        &self,
+        exchange: &Exchange,
+        response: &mut response::Parts,
+        body: ProxyBody,
+    ) -> ProxyBody {
+        let Some(api) = path::action(&exchange.method, &exchange.uri) else {
+            return body;
+        };
+        if IGNORED.contains(&api.resource.as_str()) {
+            return body;
+        }
+        let shared = Arc::clone(&self.shared);
+        let status = response.status.as_u16();
+        match api.verb.as_str() {
+            "create" | "update" | "patch" | "delete" => {
+                apiproxy::body::on_complete(body, move |bytes| {
+                    let finalizers = {
+                        let state = shared.state.lock();
+                        path::key(&api).and_then(|key| {
+                            state.finalizers.get(&(api.resource.clone(), key)).copied()
+                        })
+                    };
+                    if let Some(write) = answer::write(&api, status, &bytes, finalizers) {
+                        shared.record_write(write);
+                    }
+                })
+            }
+            "watch" if response.status.is_success() => {
+                watch::transform(body, move |event| shared.watch_event(&api.resource, event))
+            }
+            _ => body,
+        }
+    }
+}
+
+/// `accept` without its protobuf media types; `application/json` if none is left.
+fn json_only(accept: &str) -> String {
+    let kept: Vec<&str> = accept
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && !t.to_ascii_lowercase().contains("protobuf"))
+        .collect();
+    if kept.is_empty() {
+        "application/json".to_string()
+    } else {
+        kept.join(", ")
+    }
+}
+
+#[cfg(test)]
+#[path = "proxy_tests.rs"]
+mod tests;
