@@ -258,6 +258,14 @@ phase "hack/e2e-scaffold.sh test (the project's own hack/test.sh, deploy/ dry ru
   env KCR="$CARGO_TARGET_DIR/debug/kcr" bash hack/e2e-scaffold.sh test "$scaffold_dir"
 rm -rf "$scaffold_dir"
 
+# Sieve's three perturbations at every point of a small workload per controller (issue
+# 46, docs/reliability.md "Sieve"): a crash after each write, each watch event withheld,
+# a stale restart after each step; every plan judged against the learning run. On a
+# control plane of its own, after the soaks (its quiescence waits want a quiet machine).
+# The full workloads and the Go sample-controller by hand (WORKLOADS=full).
+phase "hack/sieve.sh (Sieve's perturbations: every plan of the small workloads)" \
+  env SKIP_CARGO_BUILD=1 bash hack/sieve.sh
+
 bg_wait control-plane
 bg_wait reruns
 bg_wait loom

@@ -2,20 +2,27 @@
 //! library's docs; `sieve --help` says what works today.
 //!
 //! ```text
-//! sieve plan --trace learn/trace.jsonl
+//! sieve test --workload crates/tools/sieve/workloads/foo.yaml --controller sample-controller \
+//!     --control-plane target/cp --out target/sieve/foo
+//! sieve plan --trace target/sieve/foo/learn/trace.jsonl
 //! ```
 //!
-//! Exit code: 0 done, 1 an error (a bad workload or trace, or a step not built yet), 2 bad
-//! arguments.
+//! Exit code: 0 every plan passed (or was not reached), 1 a plan failed or the learning run
+//! is not clean, 2 bad arguments, 3 the run could not be carried out.
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use sieve::diff;
 use sieve::plan::{self, PlanCounts};
+use sieve::report::{self, PlanResult, Verdict};
+use sieve::runner::{self, Environment, RunOutcome, Timing};
+use sieve::target::{self, Captured, Target};
 use sieve::trace::Trace;
 use sieve::workload::Workload;
 
@@ -35,16 +42,14 @@ Controllers\", OSDI 2022), each at every point where it can land:
                       after the first).
 
 The flow: `learn` runs a workload (a YAML list of create/update/delete/recreate steps on
-custom resources) unperturbed and records the trace; `plan` lists one test per point of
-that trace; `run` replays one plan in a fresh namespace and compares its end state and
-invariants with the learning run's.
+custom resources) unperturbed through a recording proxy and keeps its trace and end state;
+`plan` lists one test per point of that trace; `run` replays one plan in a fresh namespace
+and judges it against the learning run (end state, invariants, liveness, panics); `test`
+does all of it and writes a report. `hack/sieve.sh` starts a control plane and runs `test`
+on this repository's controllers.
 
-Built today: `plan` (and the workload, trace, diff and invariant code underneath), and
-the proxy between the controller and kube-apiserver that records the trace and applies a
-plan (a library piece: no command starts it yet). NOT built yet: `learn` and `run` need
-the runner (the control plane, the controller behind the proxy, the workload's steps,
-quiescence, the kill and restart, the end state); they check their arguments and the
-workload, then stop with an error that says so.";
+Exit code: 0 every plan passed (or not reached), 1 a plan failed or the learning run is not
+clean, 2 bad arguments, 3 the run could not be carried out.";
 
 /// Sieve's perturbations for Kubernetes controllers: crash after each write, a withheld
 /// watch event, a lagging API server.
@@ -57,25 +62,56 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// NOT BUILT YET (needs the runner; the recording proxy is built): run a workload
-    /// unperturbed and record its trace and end state.
+    /// Run a workload unperturbed and keep its trace and end state (the reference).
     Learn(LearnArgs),
     /// Print the plans of a learning run's trace, each with the command that replays it.
     Plan(PlanArgs),
-    /// NOT BUILT YET (needs the runner; the perturbing proxy is built): replay one plan
-    /// and compare its end state with the learning run's.
+    /// Replay one plan and judge it against the learning run.
     Run(RunArgs),
+    /// Learn, then run every plan (or those of --only), and write the report.
+    Test(TestArgs),
+}
+
+/// What every run needs: the control plane, the controller, the workload.
+#[derive(Debug, Args)]
+struct Common {
+    /// The workload file (e.g. crates/tools/sieve/workloads/foo.yaml).
+    #[arg(long)]
+    workload: PathBuf,
+    /// The controller: a preset (sample-controller, vm-controller, myweb-operator,
+    /// go-sample-controller) or any name with --command.
+    #[arg(long)]
+    controller: String,
+    /// The controller's command line, words split on spaces, with the placeholders
+    /// {kubeconfig}, {namespace}, {state_dir}, {bin} (default: the preset's).
+    #[arg(long)]
+    command: Option<String>,
+    /// Owned kinds captured in the end state besides the workload's, as Kind.group/version
+    /// or Kind.version (default: the preset's), e.g. Deployment.apps/v1.
+    #[arg(long, value_delimiter = ',')]
+    capture: Vec<String>,
+    /// The Go sample-controller binary (for the go-sample-controller preset).
+    #[arg(long, env = "SIEVE_GO_SAMPLE_CONTROLLER")]
+    go_bin: Option<String>,
+    /// The control plane's directory (`hack/control-plane.sh up --dir`).
+    #[arg(long, env = "SIEVE_CONTROL_PLANE")]
+    control_plane: PathBuf,
+    /// Where this repository's binaries are ({bin}).
+    #[arg(long, env = "SIEVE_BIN_DIR", default_value = "target/debug")]
+    bin_dir: PathBuf,
+    /// How long nothing must happen for a step to be quiescent, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    quiet: f64,
+    /// The liveness bound: how long a step may take to be quiescent, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    step_bound: f64,
 }
 
 #[derive(Debug, Args)]
 struct LearnArgs {
-    /// The workload file (e.g. crates/tools/sieve/workloads/foo.yaml).
-    #[arg(long)]
-    workload: PathBuf,
-    /// The controller to test (e.g. sample-controller).
-    #[arg(long)]
-    controller: String,
-    /// Where to write the trace (trace.jsonl) and the reference end state.
+    #[command(flatten)]
+    common: Common,
+    /// Where to write the trace (trace.jsonl), the end state (outcome.json) and the logs.
     #[arg(long)]
     out: PathBuf,
 }
@@ -98,72 +134,276 @@ struct PlanArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The workload file.
-    #[arg(long)]
-    workload: PathBuf,
-    /// The controller to test.
-    #[arg(long)]
-    controller: String,
+    #[command(flatten)]
+    common: Common,
     /// The plan's id, as `sieve plan` prints it (e.g. intermediate-3, stale-2).
     #[arg(long)]
     plan: String,
-    /// The learning run's trace: checks that it has the plan.
+    /// The learning run's directory (`sieve learn --out`).
     #[arg(long)]
-    trace: Option<PathBuf>,
+    learned: PathBuf,
+    /// Where to write this run's trace, end state, logs and verdict.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct TestArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Only these perturbations (intermediate, unobserved, stale).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where to write the learning run, every plan's run and the report (report.md,
+    /// report.json).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
-        Command::Learn(args) => learn(&args),
-        Command::Plan(args) => print_plans(&args),
-        Command::Run(args) => run(&args),
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => print_plans(&args).map(|()| true),
+        command => tokio::runtime::Runtime::new()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(run_command(command))),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
-            // No backtrace: these are the user's errors (a bad file) or the steps not
-            // built yet, not the program's. The crate's errors name their causes.
-            eprintln!("sieve: {e}");
-            ExitCode::FAILURE
+            // No backtrace: these are the user's errors (a bad file, no control plane),
+            // not the program's. The crate's errors name their causes.
+            eprintln!("sieve: {e:#}");
+            ExitCode::from(3)
         }
     }
 }
 
-/// The error of the steps that are not built yet.
-const NOT_BUILT: &str = "needs the runner (not built yet): \
-     the proxy that records and perturbs the controller's traffic is built (sieve::proxy), \
-     the runner that starts the control plane and the controller behind it and drives the workload is still to be built (issue 46)";
-
-fn learn(args: &LearnArgs) -> anyhow::Result<()> {
-    let workload = Workload::from_file(&args.workload)?;
-    bail!(
-        "sieve learn ({} steps of {} for {}, into {}) {NOT_BUILT}",
-        workload.steps.len(),
-        args.workload.display(),
-        args.controller,
-        args.out.display()
-    )
-}
-
-fn run(args: &RunArgs) -> anyhow::Result<()> {
-    Workload::from_file(&args.workload)?;
-    if let Some(path) = &args.trace {
-        let trace = Trace::from_file(path)?;
-        if plan::find(&plan::plans(&trace), &args.plan).is_none() {
-            bail!(
-                "{} has no plan {} (`sieve plan --trace {}` lists them)",
-                path.display(),
-                args.plan,
-                path.display()
+/// `learn`, `run` and `test`: whether everything passed.
+async fn run_command(command: Command) -> anyhow::Result<bool> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match command {
+        Command::Learn(args) => {
+            let setup = Setup::new(&args.common).await?;
+            let (_, clean) = setup.learn(&args.out).await?;
+            Ok(clean)
+        }
+        Command::Run(args) => {
+            // The learning run and the plan first: they need no control plane.
+            let reference = Setup::read_learned(&args.learned)?;
+            let plans = plan::plans(&reference.trace);
+            let Some(plan) = plan::find(&plans, &args.plan) else {
+                bail!(
+                    "{} has no plan {} (`sieve plan --trace {}/trace.jsonl` lists them)",
+                    args.learned.display(),
+                    args.plan,
+                    args.learned.display()
+                );
+            };
+            let setup = Setup::new(&args.common).await?;
+            let result = setup
+                .run_plan(plan, &reference, &args.learned, &args.out)
+                .await?;
+            println!(
+                "{}",
+                report::markdown(
+                    &setup.target.name,
+                    &setup.workload_name,
+                    std::slice::from_ref(&result)
+                )
             );
+            Ok(result.verdict != Verdict::Fail)
         }
+        Command::Test(args) => {
+            let setup = Setup::new(&args.common).await?;
+            setup.test(&args.only, &args.out).await
+        }
+        Command::Plan(_) => unreachable!("handled without a runtime"),
     }
-    bail!(
-        "sieve run (plan {} of {} for {}) {NOT_BUILT}",
-        args.plan,
-        args.workload.display(),
-        args.controller
-    )
+}
+
+/// A run's inputs, read and checked once.
+struct Setup {
+    env: Environment,
+    target: Target,
+    workload: Workload,
+    workload_name: String,
+    timing: Timing,
+}
+
+impl Setup {
+    async fn new(common: &Common) -> anyhow::Result<Self> {
+        let workload = Workload::from_file(&common.workload)?;
+        let mut target = match target::preset(&common.controller, common.go_bin.as_deref()) {
+            Some(t) => t,
+            None if common.command.is_some() => Target {
+                name: common.controller.clone(),
+                command: Vec::new(),
+                env: Vec::new(),
+                owned: Vec::new(),
+                ignore: Vec::new(),
+            },
+            None => bail!(
+                "{} is not a preset ({}): give its --command",
+                common.controller,
+                target::PRESETS.join(", ")
+            ),
+        };
+        if let Some(command) = &common.command {
+            target.command = command.split_whitespace().map(str::to_owned).collect();
+        }
+        if !common.capture.is_empty() {
+            target.owned = common
+                .capture
+                .iter()
+                .map(|c| {
+                    Captured::parse(c)
+                        .ok_or_else(|| anyhow::anyhow!("--capture {c}: want Kind.group/version"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        let env =
+            Environment::open(&common.control_plane, std::path::absolute(&common.bin_dir)?).await?;
+        Ok(Self {
+            env,
+            target,
+            workload,
+            workload_name: common.workload.display().to_string(),
+            timing: Timing {
+                quiet: Duration::from_secs_f64(common.quiet),
+                step_bound: Duration::from_secs_f64(common.step_bound),
+            },
+        })
+    }
+
+    /// The learning run into `out`; whether it is clean enough to be a reference.
+    async fn learn(&self, out: &Path) -> anyhow::Result<(RunOutcome, bool)> {
+        let outcome = runner::run(
+            &self.env,
+            &self.target,
+            (&self.workload, &self.workload_name),
+            None,
+            None,
+            self.timing,
+            out,
+        )
+        .await?;
+        write_json(&out.join("outcome.json"), &outcome)?;
+        let findings = report::check_reference(&outcome);
+        let plans = plan::plans(&outcome.trace);
+        eprintln!(
+            "sieve: learned {} with {}: {} writes, {} watch events, {}; {} objects in the end state",
+            self.workload_name,
+            self.target.name,
+            outcome.trace.writes().count(),
+            outcome.trace.watch_events().count(),
+            PlanCounts::of(&plans),
+            outcome.end_state.len()
+        );
+        for f in &findings {
+            eprintln!("sieve: the learning run is not clean: {f}");
+        }
+        Ok((outcome, findings.is_empty()))
+    }
+
+    fn read_learned(dir: &Path) -> anyhow::Result<RunOutcome> {
+        let text = std::fs::read_to_string(dir.join("outcome.json")).with_context(|| {
+            format!(
+                "reading {}/outcome.json (run `sieve learn` first)",
+                dir.display()
+            )
+        })?;
+        let mut outcome: RunOutcome = serde_json::from_str(&text)?;
+        outcome.trace = Trace::from_file(&dir.join("trace.jsonl"))?;
+        Ok(outcome)
+    }
+
+    async fn run_plan(
+        &self,
+        plan: &plan::Plan,
+        reference: &RunOutcome,
+        learned: &Path,
+        out: &Path,
+    ) -> anyhow::Result<PlanResult> {
+        let started = Instant::now();
+        let outcome = runner::run(
+            &self.env,
+            &self.target,
+            (&self.workload, &self.workload_name),
+            Some(plan),
+            Some(&reference.namespace),
+            self.timing,
+            out,
+        )
+        .await?;
+        write_json(&out.join("outcome.json"), &outcome)?;
+        let options = diff::Options {
+            ignore: self.target.ignore.clone(),
+        };
+        let command = format!(
+            "{} --learned {}",
+            plan.command(&self.workload_name, &self.target.name),
+            learned.display()
+        );
+        let result = report::judge(
+            plan,
+            &outcome,
+            reference,
+            &options,
+            command,
+            started.elapsed().as_secs_f64(),
+        );
+        write_json(&out.join("verdict.json"), &result)?;
+        Ok(result)
+    }
+
+    async fn test(&self, only: &[String], out: &Path) -> anyhow::Result<bool> {
+        let learned = out.join("learn");
+        let (reference, clean) = self.learn(&learned).await?;
+        if !clean {
+            return Ok(false);
+        }
+        let plans: Vec<_> = plan::plans(&reference.trace)
+            .into_iter()
+            .filter(|p| only.is_empty() || only.iter().any(|o| p.id.starts_with(o.as_str())))
+            .collect();
+        let mut results = Vec::new();
+        for (i, plan) in plans.iter().enumerate() {
+            let dir = out.join(format!("plan-{:03}", i + 1));
+            let result = self.run_plan(plan, &reference, &learned, &dir).await?;
+            eprintln!(
+                "sieve: [{}/{}] {} {:?} ({:.1} s){}",
+                i + 1,
+                plans.len(),
+                plan.id,
+                result.verdict,
+                result.seconds,
+                result
+                    .findings
+                    .first()
+                    .map(|f| format!(": {}", f.lines().next().unwrap_or_default()))
+                    .unwrap_or_default()
+            );
+            results.push(result);
+        }
+        let text = report::markdown(&self.target.name, &self.workload_name, &results);
+        std::fs::write(out.join("report.md"), &text)?;
+        write_json(&out.join("report.json"), &results)?;
+        println!("{text}");
+        Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
+    }
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn print_plans(args: &PlanArgs) -> anyhow::Result<()> {

@@ -29,6 +29,24 @@ fn ops(workload: &Workload) -> Vec<Op> {
 }
 
 #[test]
+fn the_ci_workloads_parse_and_are_prefixes_of_a_kind_of_the_full_ones() {
+    for (file, ops_expected) in [
+        ("ci/foo.yaml", &[Op::Create, Op::Update, Op::Recreate][..]),
+        ("ci/vm.yaml", &[Op::Create, Op::Delete]),
+        ("ci/myweb.yaml", &[Op::Create, Op::Update]),
+    ] {
+        let ci = shipped(file);
+        let full = shipped(file.trim_start_matches("ci/"));
+        assert_eq!(ops(&ci), ops_expected, "{file}");
+        assert_eq!(
+            ci.kinds(),
+            full.kinds(),
+            "{file}: the same kind as the full workload"
+        );
+    }
+}
+
+#[test]
 fn the_shipped_workloads_parse_with_create_change_delete_and_recreate() {
     let expected = [
         (

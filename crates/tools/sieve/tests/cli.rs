@@ -109,7 +109,7 @@ fn plan_refuses_a_bad_trace_with_its_line() {
     )
     .unwrap();
     let output = sieve(&["plan", "--trace", trace.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     assert!(
         stderr(&output).contains("trace line 2: unknown variant `nope`"),
         "{}",
@@ -118,50 +118,34 @@ fn plan_refuses_a_bad_trace_with_its_line() {
     // Without a run record the replay commands need the workload and the controller.
     std::fs::write(&trace, "{\"seq\":1,\"type\":\"stepEnd\",\"step\":1}\n").unwrap();
     let output = sieve(&["plan", "--trace", trace.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     assert!(stderr(&output).contains("has no run record: pass --workload and --controller"));
     std::fs::remove_dir_all(&dir).expect("removing the scratch directory");
 }
 
 #[test]
-fn learn_and_run_check_the_workload_then_say_they_are_not_built() {
-    let dir = scratch("not-built");
+fn learn_and_run_check_their_inputs_before_they_need_a_control_plane() {
+    let dir = scratch("inputs");
     let out = dir.join("out");
+    let no_plane = dir.join("no-control-plane");
+    let no_plane = no_plane.to_str().unwrap();
+    // A good workload, no control plane: the error names the missing file.
     let learn = sieve(&[
         "learn",
         "--workload",
         &foo_workload(),
         "--controller",
         "sample-controller",
+        "--control-plane",
+        no_plane,
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(learn.status.code(), Some(1));
+    assert_eq!(learn.status.code(), Some(3));
     assert!(
-        stderr(&learn).contains("(5 steps of "),
+        stderr(&learn).contains("no-control-plane/env"),
         "{}",
         stderr(&learn)
-    );
-    assert!(
-        stderr(&learn).contains("needs the runner (not built yet)"),
-        "{}",
-        stderr(&learn)
-    );
-
-    let run = sieve(&[
-        "run",
-        "--workload",
-        &foo_workload(),
-        "--controller",
-        "sample-controller",
-        "--plan",
-        "stale-2",
-    ]);
-    assert_eq!(run.status.code(), Some(1));
-    assert!(
-        stderr(&run).contains("needs the runner (not built yet)"),
-        "{}",
-        stderr(&run)
     );
 
     let bad = dir.join("bad.yaml");
@@ -171,41 +155,73 @@ fn learn_and_run_check_the_workload_then_say_they_are_not_built() {
         "--workload",
         bad.to_str().unwrap(),
         "--controller",
-        "c",
+        "sample-controller",
+        "--control-plane",
+        no_plane,
         "--out",
         "o",
     ]);
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(3));
     assert!(
         stderr(&refused).contains("step 1 (delete): field `name`: no object named `web`"),
         "{}",
         stderr(&refused)
     );
 
-    let trace = dir.join("trace.jsonl");
-    std::fs::write(&trace, TRACE).unwrap();
+    // Not a preset, and no command.
     let unknown = sieve(&[
+        "learn",
+        "--workload",
+        &foo_workload(),
+        "--controller",
+        "my-controller",
+        "--control-plane",
+        no_plane,
+        "--out",
+        "o",
+    ]);
+    assert_eq!(unknown.status.code(), Some(3));
+    assert!(
+        stderr(&unknown).contains("my-controller is not a preset (sample-controller, vm-controller, myweb-operator, go-sample-controller): give its --command"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    // A learning run's directory without that plan.
+    let learned = dir.join("learned");
+    std::fs::create_dir_all(&learned).unwrap();
+    std::fs::write(learned.join("trace.jsonl"), TRACE).unwrap();
+    std::fs::write(
+        learned.join("outcome.json"),
+        r#"{"namespace":"sieve-learn","end_state":[],"full_kinds":["Foo"],"reached":true,"liveness":[],"exits":[],"panics":[],"incarnations":1,"logs":[],"not_cleaned_up":[]}"#,
+    )
+    .unwrap();
+    let run = sieve(&[
         "run",
         "--workload",
         &foo_workload(),
         "--controller",
-        "c",
+        "sample-controller",
+        "--control-plane",
+        no_plane,
         "--plan",
         "intermediate-2",
-        "--trace",
-        trace.to_str().unwrap(),
+        "--learned",
+        learned.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
-    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(run.status.code(), Some(3));
     assert!(
-        stderr(&unknown).contains("has no plan intermediate-2"),
+        stderr(&run).contains("has no plan intermediate-2"),
         "{}",
-        stderr(&unknown)
+        stderr(&run)
     );
     std::fs::remove_dir_all(&dir).expect("removing the scratch directory");
 }
 
 #[test]
-fn help_explains_the_perturbations_and_what_is_not_built() {
+fn help_explains_the_perturbations_and_the_flow() {
     let help = sieve(&["--help"]);
     assert!(help.status.success());
     let text = stdout(&help);
@@ -214,14 +230,26 @@ fn help_explains_the_perturbations_and_what_is_not_built() {
         "unobserved state",
         "stale state",
         "OSDI 2022",
-        "NOT built yet",
-        "the proxy between the controller and kube-apiserver that records the trace",
+        "`learn` runs a workload",
+        "hack/sieve.sh",
+        "Exit code: 0 every plan passed",
     ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
-    assert!(
-        text.contains("NOT BUILT YET (needs the runner; the recording proxy is built)"),
-        "{text}"
-    );
     assert_eq!(sieve(&["plan"]).status.code(), Some(2));
+    // Every run needs a control plane.
+    assert_eq!(
+        sieve(&[
+            "learn",
+            "--workload",
+            "w",
+            "--controller",
+            "c",
+            "--out",
+            "o"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
 }

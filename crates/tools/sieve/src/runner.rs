@@ -1,0 +1,489 @@
+//! The runner: one run of a workload against a controller behind the recording proxy,
+//! unperturbed (the learning run) or under one [`Plan`].
+//!
+//! A run, from the top:
+//!
+//! 1. a fresh namespace, and a proxy ([`SieveProxy`]) between the controller and
+//!    kube-apiserver with a [`Recorder`] that applies the plan's perturbation;
+//! 2. the controller started (its command from the [`Target`], its kubeconfig the
+//!    proxy's), and the run waits until it is quiescent;
+//! 3. each workload step: its user operation sent as the admin, straight to the API
+//!    server, then a wait until the cluster is quiescent again: neither a recorded
+//!    write or watch event nor any request of the controller's for [`Timing::quiet`].
+//!    A step that is not quiescent within [`Timing::step_bound`] is a liveness failure
+//!    (the run goes on). The step's begin and end go into the trace;
+//! 4. the perturbation: at an intermediate-state plan's crash point the proxy's hook
+//!    SIGKILLs the controller at once (right after the answer to the write went out),
+//!    and the wait restarts it; a stale-state plan, once its step is quiescent, kills
+//!    the controller, starts it again with its lists served at the resourceVersion it
+//!    had reached at the end of the previous step (this run's own, from its trace), and
+//!    serves them live again once those lists were served and the controller is quiet;
+//!    an unobserved-state plan's event is withheld by the proxy on its own;
+//! 5. the end state (every object of the captured kinds in the namespace), then the
+//!    clean-up: the workload's objects deleted while the controller still runs (so it
+//!    can remove its finalizers), the controller stopped, the namespace deleted.
+
+mod cluster;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kube::core::ApiResource;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+pub use cluster::Cluster;
+use process::Controller;
+
+use crate::plan::{self, Perturbation, Plan};
+use crate::proxy::{Recorder, SieveProxy};
+use crate::target::{Captured, Placeholders, Target};
+use crate::trace::{Event, Trace};
+use crate::workload::Workload;
+
+/// Why a run could not be carried out (not a finding about the controller).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The environment or the input is not usable.
+    #[error("{0}")]
+    Setup(String),
+    /// A file or process operation failed.
+    #[error("{action}: {source}")]
+    Io {
+        /// What was being done.
+        action: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The API server refused what the runner sent as the user.
+    #[error("{action}: {source}")]
+    Kube {
+        /// What was being done.
+        action: String,
+        /// The error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl RunError {
+    fn io(action: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            action: action.into(),
+            source,
+        }
+    }
+
+    fn kube(action: impl Into<String>, source: kube::Error) -> Self {
+        Self::Kube {
+            action: action.into(),
+            source,
+        }
+    }
+}
+
+/// How long the runner waits.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// How long nothing must happen for the cluster to count as quiescent.
+    pub quiet: Duration,
+    /// How long a step may take to become quiescent (the liveness bound).
+    pub step_bound: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            quiet: Duration::from_secs(2),
+            step_bound: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The control plane a run uses: the admin kubeconfig and the proxy's certificate.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// The admin client, for the user's operations and the end state.
+    pub cluster: Cluster,
+    /// The admin client's configuration (the proxy forwards with it).
+    pub config: kube::Config,
+    /// The admin kubeconfig's text (the controller's differs in its `server:` only).
+    pub admin_kubeconfig: String,
+    /// A serving certificate and key for 127.0.0.1 signed by the cluster CA (PEM).
+    pub serving_cert: (Vec<u8>, Vec<u8>),
+    /// `{bin}`.
+    pub bin_dir: PathBuf,
+}
+
+impl Environment {
+    /// Reads a control plane's directory as `hack/control-plane.sh up` wrote it.
+    pub async fn open(control_plane: &Path, bin_dir: PathBuf) -> Result<Self, RunError> {
+        let env_file = std::fs::read_to_string(control_plane.join("env"))
+            .map_err(|e| RunError::io(format!("reading {}/env", control_plane.display()), e))?;
+        let kubeconfig = env_file
+            .lines()
+            .find_map(|l| l.strip_prefix("KUBECONFIG="))
+            .ok_or_else(|| {
+                RunError::Setup(format!("{}/env has no KUBECONFIG", control_plane.display()))
+            })?;
+        let admin_kubeconfig = std::fs::read_to_string(kubeconfig)
+            .map_err(|e| RunError::io(format!("reading {kubeconfig}"), e))?;
+        let parsed = kube::config::Kubeconfig::from_yaml(&admin_kubeconfig)
+            .map_err(|e| RunError::Setup(format!("{kubeconfig}: {e}")))?;
+        let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
+            .await
+            .map_err(|e| RunError::Setup(format!("{kubeconfig}: {e}")))?;
+        let client = kube::Client::try_from(config.clone())
+            .map_err(|e| RunError::kube("the admin client", e))?;
+        let read = |name: &str| {
+            std::fs::read(control_plane.join("webhook-certs").join(name))
+                .map_err(|e| RunError::io(format!("reading webhook-certs/{name}"), e))
+        };
+        Ok(Self {
+            cluster: Cluster::new(client),
+            config,
+            admin_kubeconfig,
+            serving_cert: (read("tls.crt")?, read("tls.key")?),
+            bin_dir,
+        })
+    }
+}
+
+/// What one run saw and left (`outcome.json` in the run's directory; the trace is in
+/// `trace.jsonl`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The run's namespace.
+    pub namespace: String,
+    /// The recorded trace (JSON lines in `trace.jsonl` of the run's directory).
+    #[serde(skip, default)]
+    pub trace: Trace,
+    /// The end state: every object of the captured kinds in the namespace.
+    pub end_state: Vec<Json>,
+    /// The kinds captured in full (the workload's own).
+    pub full_kinds: Vec<String>,
+    /// Whether the plan's perturbation happened (always true for a learning run).
+    pub reached: bool,
+    /// Steps that were not quiescent within the bound: `step N: ...`.
+    pub liveness: Vec<String>,
+    /// Exits of the controller the run did not cause.
+    pub exits: Vec<String>,
+    /// Log lines that report a panic.
+    pub panics: Vec<String>,
+    /// Incarnations of the controller started.
+    pub incarnations: usize,
+    /// Their log files, in order.
+    pub logs: Vec<PathBuf>,
+    /// Workload objects still there after the clean-up's bound (a finalizer nobody
+    /// removed).
+    pub not_cleaned_up: Vec<String>,
+}
+
+/// One run of `workload` against `target` under `plan` (none: the learning run),
+/// writing its logs and trace into `dir`. `learned_namespace` is the learning run's
+/// namespace (the plan's keys name it; they are moved into this run's).
+pub async fn run(
+    env: &Environment,
+    target: &Target,
+    workload: (&Workload, &str),
+    plan: Option<&Plan>,
+    learned_namespace: Option<&str>,
+    timing: Timing,
+    dir: &Path,
+) -> Result<RunOutcome, RunError> {
+    let (workload, workload_name) = workload;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunError::io(format!("creating {}", dir.display()), e))?;
+    let namespace = fresh_namespace();
+    let perturbation = plan.map(|p| localize(&p.perturbation, learned_namespace, &namespace));
+
+    // The resources: the workload's kinds (captured in full) and the target's owned ones.
+    let full: Vec<Captured> = workload
+        .kinds()
+        .into_iter()
+        .map(|(api_version, kind)| Captured::new(&api_version, &kind))
+        .collect();
+    let mut resources: Vec<ApiResource> = Vec::new();
+    for captured in full.iter().chain(&target.owned) {
+        resources.push(env.cluster.resource(captured).await?);
+    }
+    let resource_of = |kind: &str| resources.iter().find(|r| r.kind == kind);
+
+    let mut controller = Controller::default();
+    let crashed = Arc::new(AtomicBool::new(false));
+    let mut recorder = Recorder::new(perturbation.clone());
+    if matches!(perturbation, Some(Perturbation::IntermediateState { .. })) {
+        let (kill, crashed) = (controller.killer(), Arc::clone(&crashed));
+        recorder = recorder.on_crash_point(move || {
+            crashed.store(true, Ordering::SeqCst);
+            kill();
+        });
+    }
+    recorder.push(Event::Run {
+        workload: workload_name.to_owned(),
+        controller: target.name.clone(),
+    });
+    let upstream = apiproxy::Upstream::from_kube_config(&env.config)
+        .map_err(|e| RunError::Setup(format!("the proxy's upstream: {e}")))?;
+    let (cert, key) = &env.serving_cert;
+    let proxy = SieveProxy::start(cert, key, upstream, recorder)
+        .await
+        .map_err(|e| RunError::Setup(format!("starting the proxy: {e}")))?;
+    let kubeconfig = dir.join("proxy.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        apiproxy::kubeconfig_for(&env.admin_kubeconfig, proxy.addr()),
+    )
+    .map_err(|e| RunError::io("writing the proxy kubeconfig", e))?;
+    let state_dir = dir.join("state");
+    std::fs::create_dir_all(&state_dir).map_err(|e| RunError::io("creating the state dir", e))?;
+    let (kubeconfig, state_dir) = (
+        kubeconfig.display().to_string(),
+        state_dir.display().to_string(),
+    );
+    let bin = env.bin_dir.display().to_string();
+    let command = target.command_line(&Placeholders {
+        kubeconfig: &kubeconfig,
+        namespace: &namespace,
+        state_dir: &state_dir,
+        bin: &bin,
+    });
+
+    env.cluster.create_namespace(&namespace).await?;
+    let mut watch = Watcher {
+        proxy: &proxy,
+        controller: &mut controller,
+        crashed: &crashed,
+        command: &command,
+        env: &target.env,
+        dir,
+        timing,
+        exits: Vec::new(),
+        liveness: Vec::new(),
+    };
+    watch.controller.start(&command, &target.env, dir)?;
+    watch.quiescent("start").await;
+    for step in &workload.steps {
+        let recorder = proxy.interceptor();
+        recorder.push(Event::StepBegin {
+            step: step.number,
+            op: step.op().to_string(),
+            name: step.target.name.clone(),
+        });
+        let resource = resource_of(&step.target.kind)
+            .ok_or_else(|| RunError::Setup(format!("no resource for {}", step.target.kind)))?;
+        env.cluster
+            .apply(step, resource, &namespace, timing.step_bound)
+            .await?;
+        watch.quiescent(&format!("step {}", step.number)).await;
+        recorder.push(Event::StepEnd { step: step.number });
+        if let Some(Perturbation::StaleState { at_step, .. }) = &perturbation
+            && *at_step == step.number
+        {
+            watch.restart_stale(*at_step).await?;
+        }
+    }
+
+    let mut end_state = Vec::new();
+    for resource in &resources {
+        end_state.extend(env.cluster.list(resource, &namespace).await?);
+    }
+    let trace = proxy.interceptor().trace();
+    let reached = perturbation.is_none() || proxy.interceptor().reached();
+    let (exits, liveness) = (
+        std::mem::take(&mut watch.exits),
+        std::mem::take(&mut watch.liveness),
+    );
+
+    // Clean up: the controller removes its finalizers while the objects go.
+    let mut not_cleaned_up = Vec::new();
+    for resource in resources.iter().take(full.len()) {
+        for name in env
+            .cluster
+            .delete_all(resource, &namespace, timing.step_bound)
+            .await?
+        {
+            not_cleaned_up.push(format!("{} {name}", resource.kind));
+        }
+    }
+    controller.stop(Duration::from_secs(5)).await;
+    env.cluster.delete_namespace(&namespace).await;
+    let mut file = std::fs::File::create(dir.join("trace.jsonl"))
+        .map_err(|e| RunError::io("creating trace.jsonl", e))?;
+    trace
+        .write_jsonl(&mut file)
+        .map_err(|e| RunError::io("writing trace.jsonl", e))?;
+    Ok(RunOutcome {
+        namespace,
+        trace,
+        end_state,
+        full_kinds: full.iter().map(|c| c.kind.clone()).collect(),
+        reached,
+        liveness,
+        exits,
+        panics: controller.panics(),
+        incarnations: controller.incarnations(),
+        logs: controller.logs().to_vec(),
+        not_cleaned_up,
+    })
+}
+
+/// Waits for quiescence, restarting the controller after the plan's crash.
+struct Watcher<'a> {
+    proxy: &'a SieveProxy,
+    controller: &'a mut Controller,
+    crashed: &'a AtomicBool,
+    command: &'a [String],
+    env: &'a [(String, String)],
+    dir: &'a Path,
+    timing: Timing,
+    exits: Vec<String>,
+    liveness: Vec<String>,
+}
+
+/// How often the runner looks.
+const TICK: Duration = Duration::from_millis(100);
+/// Restarts after exits the run did not cause, before it stops restarting.
+const MAX_UNEXPECTED_EXITS: usize = 3;
+
+impl Watcher<'_> {
+    /// Waits until neither the trace nor the controller's requests have moved for the
+    /// quiet period (and the controller has sent at least one request), or the bound.
+    async fn quiescent(&mut self, what: &str) {
+        let start = Instant::now();
+        let mut last = (usize::MAX, u64::MAX);
+        let mut since = Instant::now();
+        loop {
+            if let Some(status) = self.controller.exited() {
+                if self.crashed.swap(false, Ordering::SeqCst) {
+                    // The plan's crash point: start the successor at once.
+                    tracing::info!(
+                        what,
+                        "sieve: restarting the controller after the crash point"
+                    );
+                } else {
+                    self.exits
+                        .push(format!("{what}: the controller exited: {status}"));
+                    if self.exits.len() > MAX_UNEXPECTED_EXITS {
+                        self.controller.kill().await;
+                        return;
+                    }
+                }
+                self.controller.kill().await;
+                if let Err(e) = self.controller.start(self.command, self.env, self.dir) {
+                    self.exits
+                        .push(format!("{what}: restarting the controller: {e}"));
+                    return;
+                }
+            }
+            let now = (
+                self.proxy.interceptor().trace().records.len(),
+                self.proxy.stats().requests,
+            );
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if now.1 > 0 && since.elapsed() >= self.timing.quiet {
+                return;
+            }
+            if start.elapsed() >= self.timing.step_bound {
+                self.liveness.push(format!(
+                    "{what}: not quiescent within {:?} (the controller kept writing or requesting)",
+                    self.timing.step_bound
+                ));
+                return;
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    }
+
+    /// The stale-state perturbation after step `at_step`: a restart whose lists are
+    /// served at the resourceVersion of the end of step `at_step - 1`.
+    async fn restart_stale(&mut self, at_step: usize) -> Result<(), RunError> {
+        let recorder = self.proxy.interceptor();
+        let rv = plan::versions_at_step_ends(&recorder.trace())
+            .into_iter()
+            .find(|(step, _)| *step == at_step - 1)
+            .and_then(|(_, rv)| rv);
+        let Some(rv) = rv else {
+            // Nothing seen by then: nothing to serve stale (the plan is not reached).
+            return Ok(());
+        };
+        self.controller.kill().await;
+        recorder.begin_stale(rv);
+        self.controller.start(self.command, self.env, self.dir)?;
+        let start = Instant::now();
+        while !recorder.reached() && start.elapsed() < self.timing.step_bound {
+            tokio::time::sleep(TICK).await;
+        }
+        self.quiescent(&format!("step {at_step} (stale restart)"))
+            .await;
+        recorder.end_stale();
+        Ok(())
+    }
+}
+
+/// `perturbation` with the learning run's namespace in its key replaced by this run's.
+fn localize(perturbation: &Perturbation, learned: Option<&str>, namespace: &str) -> Perturbation {
+    match (perturbation, learned) {
+        (
+            Perturbation::UnobservedState {
+                resource,
+                key,
+                withheld_rv,
+                occurrence,
+            },
+            Some(learned),
+        ) => {
+            let key = match key.split_once('/') {
+                Some((ns, name)) if ns == learned => format!("{namespace}/{name}"),
+                _ => key.clone(),
+            };
+            Perturbation::UnobservedState {
+                resource: resource.clone(),
+                key,
+                withheld_rv: withheld_rv.clone(),
+                occurrence: *occurrence,
+            }
+        }
+        (other, _) => other.clone(),
+    }
+}
+
+/// `sieve-<12 hex digits of the clock>`: unique per run on one machine.
+fn fresh_namespace() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("sieve-{:012x}", (nanos / 1000) & 0xffff_ffff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_withheld_event_is_moved_into_the_runs_namespace() {
+        let learned = Perturbation::UnobservedState {
+            resource: "foos".into(),
+            key: "sieve-learn/web".into(),
+            withheld_rv: "812".into(),
+            occurrence: 2,
+        };
+        let Perturbation::UnobservedState {
+            key, occurrence, ..
+        } = localize(&learned, Some("sieve-learn"), "sieve-run")
+        else {
+            panic!("the same perturbation");
+        };
+        assert_eq!((key.as_str(), occurrence), ("sieve-run/web", 2));
+        let crash = Perturbation::IntermediateState { after_write: 3 };
+        assert_eq!(localize(&crash, Some("sieve-learn"), "sieve-run"), crash);
+        assert!(fresh_namespace().starts_with("sieve-"));
+        assert!(fresh_namespace().len() <= 63);
+    }
+}
