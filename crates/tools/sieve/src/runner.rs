@@ -19,7 +19,8 @@
 //!    had reached at the end of the previous step (this run's own, from its trace), and
 //!    serves them live again once those lists were served and the controller is quiet;
 //!    an unobserved-state plan's event is withheld by the proxy on its own;
-//! 5. the end state (every object of the captured kinds in the namespace), then the
+//! 5. the end state (every object of the captured kinds in the namespace, once the
+//!    garbage collector has removed what deleted owners left, up to the bound), then the
 //!    clean-up: the workload's objects deleted while the controller still runs (so it
 //!    can remove its finalizers), the controller stopped, the namespace deleted.
 
@@ -38,6 +39,7 @@ use serde_json::Value as Json;
 pub use cluster::Cluster;
 use process::Controller;
 
+use crate::invariants;
 use crate::plan::{self, Perturbation, Plan};
 use crate::proxy::{Recorder, SieveProxy};
 use crate::target::{Captured, Placeholders, Target};
@@ -288,10 +290,31 @@ pub async fn run(
         }
     }
 
-    let mut end_state = Vec::new();
-    for resource in &resources {
-        end_state.extend(env.cluster.list(resource, &namespace).await?);
-    }
+    // The end state, once the garbage collector has removed what the deleted owners
+    // left (its work, not the controller's; it also needs a while to discover a new
+    // CRD's resource): an owned object still waiting for it after the bound is what the
+    // invariants then report.
+    let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
+    let started = Instant::now();
+    let mut collected = false;
+    let end_state = loop {
+        let mut state = Vec::new();
+        for resource in &resources {
+            state.extend(env.cluster.list(resource, &namespace).await?);
+        }
+        let orphans = !invariants::check_end_state(&state, &full_kinds).is_empty();
+        if !orphans && collected {
+            // The collector's deletions reached the controller: quiet again first.
+            watch.quiescent("garbage collection").await;
+            collected = false;
+            continue;
+        }
+        if !orphans || started.elapsed() >= timing.step_bound {
+            break state;
+        }
+        collected = true;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
     let trace = proxy.interceptor().trace();
     let reached = perturbation.is_none() || proxy.interceptor().reached();
     let (exits, liveness) = (
