@@ -35,7 +35,10 @@
 //!   the controller there).
 //! - [`UnobservedState`](Perturbation::UnobservedState): the `occurrence`-th event of
 //!   `resource` `key` (counted over every watch of the resource, as the planner counts
-//!   the trace's) is withheld; the next event of that key is delivered as it is.
+//!   the trace's) is withheld; the next event of that key is delivered as it is. If
+//!   none comes by the time the run is otherwise quiet, [`Recorder::release_withheld`]
+//!   lets the controller relist (its next watch answered 410 Gone), so it sees the
+//!   object's latest state late rather than never.
 //! - [`StaleState`](Perturbation::StaleState): between [`Recorder::begin_stale`] and
 //!   [`Recorder::end_stale`] (the runner starts it when it restarts the controller, at
 //!   the resourceVersion this run had reached at the end of step `at_step - 1`, see
@@ -105,6 +108,11 @@ struct State {
     finalizers: HashMap<(String, String), usize>,
     /// The resourceVersion lists are served at, while stale.
     stale_rv: Option<String>,
+    /// The object whose event was withheld, until a later event of it is delivered.
+    withheld: Option<(String, String)>,
+    /// The resource whose next watch request is answered 410 Gone (a withheld event
+    /// released: the client relists and sees the latest state).
+    expire_next_watch: Option<String>,
     /// Whether the perturbation's point was reached.
     reached: bool,
 }
@@ -157,6 +165,28 @@ impl Recorder {
     pub fn end_stale(&self) {
         self.shared.state.lock().stale_rv = None;
     }
+
+    /// If the withheld event has not been superseded by a later event of its object
+    /// (the object has not changed since: nothing else will tell the controller),
+    /// arranges for the controller to see the object's latest state: its next watch of
+    /// the resource is answered `410 Gone`, as an API server answers a watch from a
+    /// compacted resourceVersion, and the client relists. The caller then cuts the
+    /// controller's connections ([`apiproxy::Proxy::cut_all`]). Returns whether it did.
+    ///
+    /// An unobserved-state plan takes an *intermediate* state away; it must not take
+    /// the last one: without this, an object whose withheld event was its last change
+    /// (often a change that the controller's own next write would have followed) stays
+    /// unseen for good, which no API server does and no controller could converge on.
+    pub fn release_withheld(&self) -> bool {
+        let mut state = self.shared.state.lock();
+        match state.withheld.take() {
+            Some((resource, _)) => {
+                state.expire_next_watch = Some(resource);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Shared {
@@ -198,7 +228,12 @@ impl Shared {
                 if (resource, key, *withheld) == (&object.0, &object.1, occurrence));
         if withhold {
             state.reached = true;
+            state.withheld = Some(object);
             return Verdict::Drop;
+        }
+        if state.withheld.as_ref() == Some(&object) {
+            // Its next state: delivered, the withheld one stays unobserved.
+            state.withheld = None;
         }
         state
             .finalizers
@@ -225,6 +260,17 @@ impl Interceptor for Recorder {
                      sendInitialEvents is forbidden for watch unless the WatchList feature gate \
                      is enabled (sieve proxy: streaming lists are off, list in pages)",
                 ))
+            }
+            "watch" => {
+                let mut state = self.shared.state.lock();
+                if state.expire_next_watch.as_deref() == Some(api.resource.as_str()) {
+                    state.expire_next_watch = None;
+                    return Some(status_response(
+                        410,
+                        "too old resource version (sieve proxy: a withheld event released)",
+                    ));
+                }
+                None
             }
             "list" if path::query(&request.uri, "continue").is_none() => {
                 let mut state = self.shared.state.lock();

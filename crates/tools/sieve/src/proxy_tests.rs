@@ -252,6 +252,48 @@ async fn watch_events_are_recorded_and_the_planned_one_withheld() {
     );
     assert_eq!(recorded[0].resource, "foos");
     assert_eq!(recorded[0].uid.as_deref(), Some("u-a"));
+    // Superseded by a's third event: nothing to release.
+    assert!(!proxy.interceptor().release_withheld());
+}
+
+/// A withheld event that nothing supersedes (the object's last change) is released
+/// once: the next watch of its resource is answered 410 Gone, so the client relists and
+/// sees the latest state; only that one watch is refused.
+#[tokio::test]
+async fn a_withheld_last_change_is_released_by_a_410_on_the_next_watch() {
+    let plan = Perturbation::UnobservedState {
+        resource: "foos".into(),
+        key: "ns/a".into(),
+        withheld_rv: "learned-2".into(),
+        occurrence: 2,
+    };
+    let pki = Pki::new();
+    let (server, tx) = FakeApiServer::one_stream(&pki).await;
+    let (proxy, client) = behind(&pki, &server, Recorder::new(Some(plan))).await;
+    let path =
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/ns/foos?watch=true&resourceVersion=1";
+    let mut body = client.send(Method::GET, path, &[], "").await.into_body();
+    tx.send(Bytes::from(
+        event("ADDED", "a", "1") + &event("MODIFIED", "a", "2"),
+    ))
+    .expect("sent");
+    assert_eq!(
+        next_data(&mut body).await,
+        Some(Bytes::from(event("ADDED", "a", "1")))
+    );
+    assert!(proxy.interceptor().reached());
+    assert!(
+        proxy.interceptor().release_withheld(),
+        "nothing superseded it"
+    );
+    assert!(!proxy.interceptor().release_withheld(), "released once");
+    let expired = client.send(Method::GET, path, &[], "").await;
+    assert_eq!(expired.status(), 410);
+    assert_eq!(
+        proxy.interceptor().shared.state.lock().expire_next_watch,
+        None,
+        "the watch after it goes through"
+    );
 }
 
 #[tokio::test]

@@ -18,7 +18,9 @@
 //!    the controller, starts it again with its lists served at the resourceVersion it
 //!    had reached at the end of the previous step (this run's own, from its trace), and
 //!    serves them live again once those lists were served and the controller is quiet;
-//!    an unobserved-state plan's event is withheld by the proxy on its own;
+//!    an unobserved-state plan's event is withheld by the proxy on its own, and if no
+//!    later event of its object has superseded it once the run is quiet, the proxy
+//!    makes the controller relist ([`Recorder::release_withheld`]);
 //! 5. the end state (every object of the captured kinds in the namespace, once the
 //!    garbage collector has removed what deleted owners left, up to the bound), then the
 //!    clean-up: the workload's objects deleted while the controller still runs (so it
@@ -411,6 +413,14 @@ impl Watcher<'_> {
                 last = now;
                 since = Instant::now();
             } else if now.1 > 0 && since.elapsed() >= self.timing.quiet {
+                if self.proxy.interceptor().release_withheld() {
+                    // The withheld event's object never changed again: let the
+                    // controller relist, and wait for quiet once more.
+                    tracing::info!(what, "sieve: releasing the withheld event (a relist)");
+                    self.proxy.cut_all();
+                    since = Instant::now();
+                    continue;
+                }
                 return;
             }
             if start.elapsed() >= self.timing.step_bound {
