@@ -67,6 +67,9 @@ pub struct Exchange {
     pub method: Method,
     /// The path and query as forwarded (after [`Interceptor::on_request`] rewrote them).
     pub uri: Uri,
+    /// The request's extensions as [`Interceptor::on_request`] left them: what it
+    /// noted about the request for [`Interceptor::on_response`] (e.g. when it was seen).
+    pub extensions: http::Extensions,
 }
 
 /// What a proxy does with the traffic, besides forwarding it. Every method has a

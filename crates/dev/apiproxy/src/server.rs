@@ -166,6 +166,7 @@ async fn handle<I: Interceptor>(
     let exchange = Exchange {
         method: parts.method.clone(),
         uri: relative,
+        extensions: parts.extensions.clone(),
     };
     parts.uri = uri;
     // The pooled client picks HTTP/2 by ALPN whatever the client spoke to us.

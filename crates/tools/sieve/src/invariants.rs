@@ -2,7 +2,11 @@
 //!
 //! - **No owned object created twice** ([`Violation::CreatedTwice`]): two creates of the
 //!   same resource and key that the server accepted, with no delete of that key between:
-//!   neither a delete the controller sent nor a `DELETED` event it received. The trace
+//!   neither a delete the controller sent, nor a `DELETED` event it received, nor a list
+//!   of the resource it made (a controller started again, or one whose watch failed,
+//!   relists and learns of a deletion by the object's absence: found when a crash-point
+//!   plan of the MyWeb operator restarted it while the garbage collector removed the
+//!   old ConfigMap). The trace
 //!   holds what the controller saw, so a controller that does not watch what it creates
 //!   (it cannot check a cache it does not have) is reported even when someone else
 //!   deleted the first one: that is the finding.
@@ -12,7 +16,8 @@
 //!   created again). Only owners of the kinds the end state captured in full are checked.
 //! - **No write on behalf of an object that no longer exists**
 //!   ([`Violation::WriteForDeletedOwner`]): an accepted write of an object whose owner
-//!   reference names a uid the controller had already seen `DELETED`, other than a delete
+//!   reference names a uid the controller had already received `DELETED` when it *sent*
+//!   the write ([`Write::sent_after`](crate::trace::Write::sent_after)), other than a delete
 //!   (cleaning up owned objects) or a write that removes a finalizer. Owner references
 //!   without a uid are not checked (the API server requires one).
 
@@ -129,6 +134,9 @@ pub fn check_trace(trace: &Trace) -> Vec<Violation> {
     let mut deleted: HashMap<&str, u64> = HashMap::new();
     for record in &trace.records {
         match &record.event {
+            Event::List { resource } => {
+                created.retain(|(r, _), _| r != resource);
+            }
             Event::Watch(event) if event.event == EventType::Deleted => {
                 created.remove(&(event.resource.as_str(), event.key.as_str()));
                 if let Some(uid) = &event.uid {
@@ -156,9 +164,14 @@ pub fn check_trace(trace: &Trace) -> Vec<Violation> {
                 if write.method == Method::Delete || write.removes_finalizer {
                     continue;
                 }
+                // What the controller had received when it sent the write (the write is
+                // recorded once answered; older traces: when answered).
+                let sent_after = write.sent_after.unwrap_or(record.seq);
                 for owner in &write.owners {
                     let Some(uid) = &owner.uid else { continue };
-                    if let Some(&deleted_at) = deleted.get(uid.as_str()) {
+                    if let Some(&deleted_at) = deleted.get(uid.as_str())
+                        && deleted_at <= sent_after
+                    {
                         violations.push(Violation::WriteForDeletedOwner {
                             seq: record.seq,
                             write: write.summary(),

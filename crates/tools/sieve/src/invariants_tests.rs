@@ -240,3 +240,66 @@ fn objects_left_for_a_deleted_owner_are_caught() {
         3
     );
 }
+
+/// Found by a crash-point plan of the MyWeb operator: restarted while the garbage
+/// collector removed the old MyWeb's ConfigMap, it never received that `DELETED` event;
+/// its relist showed the ConfigMap gone, and its create for the new MyWeb was right.
+#[test]
+fn a_list_of_the_resource_separates_two_creates() {
+    let relisted = trace([
+        write(Post, "configmaps", "ns/page", 201, Some("1")),
+        Event::List {
+            resource: "deployments".into(),
+        },
+        Event::List {
+            resource: "configmaps".into(),
+        },
+        write(Post, "configmaps", "ns/page", 201, Some("3")),
+    ]);
+    assert_eq!(check_trace(&relisted), []);
+    // A list of another resource says nothing about this one.
+    let other = trace([
+        write(Post, "configmaps", "ns/page", 201, Some("1")),
+        Event::List {
+            resource: "deployments".into(),
+        },
+        write(Post, "configmaps", "ns/page", 201, Some("3")),
+    ]);
+    assert_eq!(check_trace(&other).len(), 1);
+}
+
+/// Found on the Go sample-controller's crash-point plans: a create whose answer came
+/// after the owner's `DELETED` event, but which the controller had sent before it. Only
+/// a write sent after the event counts.
+#[test]
+fn a_write_sent_before_the_owners_deletion_arrived_is_not_for_a_deleted_owner() {
+    let sent_at = |event: Event, after: u64| match event {
+        Event::Write(mut w) => {
+            w.sent_after = Some(after);
+            Event::Write(w)
+        }
+        other => other,
+    };
+    let run = |sent_after: u64| {
+        trace([
+            watch("foos", Added, "ns/web", "10", "u1"),
+            watch("foos", Deleted, "ns/web", "12", "u1"),
+            sent_at(
+                owned(
+                    write(Post, "deployments", "ns/web", 201, Some("13")),
+                    "Foo",
+                    "web",
+                    "u1",
+                ),
+                sent_after,
+            ),
+        ])
+    };
+    // Sent when only record 1 (the ADDED) was in: in flight as the DELETED came.
+    assert_eq!(check_trace(&run(1)), []);
+    // Sent after record 2 (the DELETED): acting on what it had seen deleted.
+    assert!(matches!(
+        check_trace(&run(2)).as_slice(),
+        [Violation::WriteForDeletedOwner { deleted_at: 2, .. }]
+    ));
+}

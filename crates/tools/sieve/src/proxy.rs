@@ -22,7 +22,8 @@
 //! happen: every write the controller sends (POST, PUT, PATCH, DELETE: the resource,
 //! the object's key, the subresource, the status and the resourceVersion of the
 //! answered object; recorded once the answer has been sent), and every `ADDED`,
-//! `MODIFIED` and `DELETED` watch event delivered to it. Writes and events of
+//! `MODIFIED` and `DELETED` watch event delivered to it, and each list it starts. Writes
+//! and events of
 //! [`IGNORED`] resources (leases, events: leader election and event recording, on
 //! timers rather than on the workload) are neither recorded nor counted. The runner
 //! appends the run record and the step boundaries with [`Recorder::push`].
@@ -261,6 +262,13 @@ impl Interceptor for Recorder {
                      is enabled (sieve proxy: streaming lists are off, list in pages)",
                 ))
             }
+            "create" | "update" | "patch" | "delete" => {
+                // What the trace held when the controller sent this write (see
+                // trace::Write::sent_after).
+                let last = self.shared.state.lock().trace.records.last().map(|r| r.seq);
+                request.extensions.insert(SentAfter(last.unwrap_or(0)));
+                None
+            }
             "watch" => {
                 let mut state = self.shared.state.lock();
                 if state.expire_next_watch.as_deref() == Some(api.resource.as_str()) {
@@ -274,6 +282,11 @@ impl Interceptor for Recorder {
             }
             "list" if path::query(&request.uri, "continue").is_none() => {
                 let mut state = self.shared.state.lock();
+                if !IGNORED.contains(&api.resource.as_str()) {
+                    state.trace.push(Event::List {
+                        resource: api.resource.clone(),
+                    });
+                }
                 if let Some(rv) = state.stale_rv.clone() {
                     request.uri = path::with_query(
                         &request.uri,
@@ -301,6 +314,7 @@ impl Interceptor for Recorder {
         }
         let shared = Arc::clone(&self.shared);
         let status = response.status.as_u16();
+        let sent_after = exchange.extensions.get::<SentAfter>().map(|s| s.0);
         match api.verb.as_str() {
             "create" | "update" | "patch" | "delete" => {
                 apiproxy::body::on_complete(body, move |bytes| {
@@ -310,7 +324,8 @@ impl Interceptor for Recorder {
                             state.finalizers.get(&(api.resource.clone(), key)).copied()
                         })
                     };
-                    if let Some(write) = answer::write(&api, status, &bytes, finalizers) {
+                    if let Some(write) = answer::write(&api, status, &bytes, finalizers, sent_after)
+                    {
                         shared.record_write(write);
                     }
                 })
@@ -322,6 +337,10 @@ impl Interceptor for Recorder {
         }
     }
 }
+
+/// The last trace record's sequence number when a write request arrived.
+#[derive(Debug, Clone, Copy)]
+struct SentAfter(u64);
 
 /// `accept` without its protobuf media types; `application/json` if none is left.
 fn json_only(accept: &str) -> String {

@@ -144,6 +144,8 @@ async fn writes_are_recorded_with_key_status_version_and_owners() {
                 uid: Some("u1".into()),
             }],
             removes_finalizer: false,
+            // Nothing was recorded before it.
+            sent_after: Some(0),
         }
     );
     assert_eq!(recorded[1].summary(), "PUT foos/status ns/web -> 409");

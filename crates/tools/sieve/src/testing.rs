@@ -13,6 +13,7 @@ pub fn write(method: Method, resource: &str, key: &str, status: u16, rv: Option<
         resource_version: rv.map(str::to_string),
         owners: Vec::new(),
         removes_finalizer: false,
+        sent_after: None,
     })
 }
 

@@ -62,6 +62,12 @@ pub enum Event {
     Write(Write),
     /// A watch event the controller received.
     Watch(WatchEvent),
+    /// The controller listed a resource (the first page of a list): from the answer it
+    /// knows every object that is there, and so every deletion it missed.
+    List {
+        /// The resource (its plural).
+        resource: String,
+    },
 }
 
 /// The HTTP methods that write.
@@ -127,6 +133,11 @@ pub struct Write {
     /// the controller's last watch event of it did).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removes_finalizer: bool,
+    /// The sequence number of the last record in the trace when the proxy received the
+    /// request (the write is recorded once answered, later): what the controller could
+    /// have seen before it sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_after: Option<u64>,
 }
 
 impl Write {

@@ -27,6 +27,7 @@ pub(super) fn write(
     status: u16,
     body: &[u8],
     finalizers: Option<usize>,
+    sent_after: Option<u64>,
 ) -> Option<Write> {
     let method = match api.verb.as_str() {
         "create" => Method::Post,
@@ -81,6 +82,7 @@ pub(super) fn write(
         removes_finalizer: object
             .zip(finalizers)
             .is_some_and(|(o, before)| finalizer_count(o) < before),
+        sent_after,
     })
 }
 
