@@ -12,14 +12,22 @@
 #     CONTROLLERS=go-sample-controller WORKLOADS=full bash hack/sieve.sh
 #                                             the Go original, built from its source tree
 #                                             (or GO_SAMPLE_CONTROLLER=/path/to/binary)
+#   BROKEN_MODES="stale" bash hack/sieve.sh   which modes of the deliberately broken Foo
+#                                             controller must be caught (default all three;
+#                                             empty: none)
 #   SKIP_CARGO_BUILD=1 bash hack/sieve.sh     use the binaries already built
 #   SIEVE_OUT=dir                             where the runs and reports go
 #                                             (default target/sieve/<date>)
 #   KEEP_CONTROL_PLANE=1                      leave the control plane running
 #
+# Then the tool's own check: a Foo controller that is wrong on purpose
+# (crates/tools/sieve/src/bin/sieve-broken-foo.rs, one bug per mode) must be caught by
+# the perturbation each mode is named after.
+#
 # Each controller's report is SIEVE_OUT/<controller>/report.md (JSON beside it); a plan's
-# replay command is in it. Exit code: 0 every plan passed (or was not reached), 1 a plan
-# failed, 3 a run could not be carried out.
+# replay command is in it. Exit code: 0 every plan passed (or was not reached) and every
+# broken mode was caught, 1 a plan failed or a broken mode was not caught, 3 a run could
+# not be carried out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -125,5 +133,45 @@ for controller in "${!pids[@]}"; do
     rc=$((status > rc ? status : rc))
   fi
 done
+
+# The deliberately broken Foo controller: each mode plants one bug (a non-idempotent
+# create, edge triggering, a blind write from a stale cache) that the perturbation of
+# its name must catch, so `sieve test --only <mode>` must exit 1 with a failed plan in its
+# report. Exit 0 means the tool has gone blind to what it is for. One failed plan is
+# enough (--stop-at-first-failure), and the workload is two steps
+# (workloads/ci/broken-foo.yaml says why not ci/foo.yaml): a learning run and one plan
+# each, the three side by side.
+BROKEN_MODES=${BROKEN_MODES-intermediate unobserved stale}
+declare -A broken_pids=()
+broken_started=$SECONDS
+for mode in $BROKEN_MODES; do
+  log "broken-foo-$mode must be caught by --only $mode (results in $out/broken-foo-$mode)"
+  SIEVE_CONTROL_PLANE=$cp_dir SIEVE_BIN_DIR=$bin \
+    "$bin/sieve" test --workload crates/tools/sieve/workloads/ci/broken-foo.yaml \
+    --controller "broken-foo-$mode" --only "$mode" --stop-at-first-failure \
+    --out "$out/broken-foo-$mode" >"$out/broken-foo-$mode.txt" 2>"$out/broken-foo-$mode.log" &
+  broken_pids[$mode]=$!
+done
+for mode in "${!broken_pids[@]}"; do
+  status=0
+  wait "${broken_pids[$mode]}" || status=$?
+  report=$out/broken-foo-$mode/report.md
+  # Exit 1 is also a learning run that is not clean: that is no catch (no report then).
+  if [ "$status" = 1 ] && [ -f "$report" ] && grep -q '(Fail)$' "$report"; then
+    log "broken-foo-$mode: caught by the $mode perturbation, as it must be:"
+    sed -n '/ (Fail)$/,/^replay:/p' "$report" | grep -v '^replay:' >&2
+  else
+    log "broken-foo-$mode: NOT caught by the $mode perturbation (sieve test exit $status, want 1 with a failed plan): the tool missed the bug it exists to find; report: $report; log: $out/broken-foo-$mode.log"
+    tail -20 "$out/broken-foo-$mode.log" >&2
+    if [ "$status" = 3 ]; then
+      rc=3
+    elif [ "$rc" = 0 ]; then
+      rc=1
+    fi
+  fi
+done
+if [ -n "$BROKEN_MODES" ]; then
+  log "broken Foo controller checked in $((SECONDS - broken_started)) s"
+fi
 log "reports: $out/*/report.md (exit $rc)"
 exit $rc

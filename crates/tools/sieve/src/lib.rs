@@ -44,6 +44,12 @@
 //! `sieve test` runs it all; `hack/sieve.sh` starts a control plane and runs it on this
 //! repository's three controllers (what `.ci/run` runs), and docs/reliability.md has the
 //! figures, the Go sample-controller's among them.
+//!
+//! The tool's own test is a controller that is wrong on purpose: `sieve-broken-foo`
+//! (`src/bin/sieve-broken-foo.rs`, a test fixture), a Foo controller with one classic bug
+//! per `--mode` (a non-idempotent create, edge triggering, a blind write from a stale
+//! cache). `hack/sieve.sh` requires each mode to be caught by the perturbation it is
+//! named after (the presets `broken-foo-intermediate`, `-unobserved`, `-stale`).
 
 #![forbid(unsafe_code)]
 

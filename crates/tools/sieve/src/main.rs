@@ -79,7 +79,9 @@ struct Common {
     #[arg(long)]
     workload: PathBuf,
     /// The controller: a preset (sample-controller, vm-controller, myweb-operator,
-    /// go-sample-controller) or any name with --command.
+    /// go-sample-controller; broken-foo-intermediate, broken-foo-unobserved,
+    /// broken-foo-stale: a test fixture that is wrong on purpose) or any name with
+    /// --command.
     #[arg(long)]
     controller: String,
     /// The controller's command line, words split on spaces, with the placeholders
@@ -154,6 +156,10 @@ struct TestArgs {
     /// Only these perturbations (intermediate, unobserved, stale).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Stop after the first plan that fails (the report lists the plans run): enough to
+    /// show that a controller is caught, e.g. hack/sieve.sh's broken controller.
+    #[arg(long)]
+    stop_at_first_failure: bool,
     /// Where to write the learning run, every plan's run and the report (report.md,
     /// report.json).
     #[arg(long)]
@@ -223,7 +229,9 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
         }
         Command::Test(args) => {
             let setup = Setup::new(&args.common).await?;
-            setup.test(&args.only, &args.out).await
+            setup
+                .test(&args.only, args.stop_at_first_failure, &args.out)
+                .await
         }
         Command::Plan(_) => unreachable!("handled without a runtime"),
     }
@@ -364,7 +372,7 @@ impl Setup {
         Ok(result)
     }
 
-    async fn test(&self, only: &[String], out: &Path) -> anyhow::Result<bool> {
+    async fn test(&self, only: &[String], stop: bool, out: &Path) -> anyhow::Result<bool> {
         let learned = out.join("learn");
         let (reference, clean) = self.learn(&learned).await?;
         if !clean {
@@ -391,7 +399,15 @@ impl Setup {
                     .map(|f| format!(": {}", f.lines().next().unwrap_or_default()))
                     .unwrap_or_default()
             );
+            let failed = result.verdict == Verdict::Fail;
             results.push(result);
+            if stop && failed && i + 1 < plans.len() {
+                eprintln!(
+                    "sieve: stopping at the first failed plan (--stop-at-first-failure): {} plans not run",
+                    plans.len() - i - 1
+                );
+                break;
+            }
         }
         let text = report::markdown(&self.target.name, &self.workload_name, &results);
         std::fs::write(out.join("report.md"), &text)?;

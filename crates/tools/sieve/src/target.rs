@@ -12,8 +12,10 @@
 //!
 //! and the resources captured as the end state: every object of those kinds in the
 //! run's namespace. The workload's own kinds are captured in full (the invariants check
-//! owner references to them). [`preset`] has this repository's three controllers and
-//! the Go sample-controller; `--command` and `--capture` describe any other.
+//! owner references to them). [`preset`] has this repository's three controllers, the Go
+//! sample-controller, and the deliberately broken Foo controller's three modes (the test
+//! fixture `src/bin/sieve-broken-foo.rs`, one bug each for the tool to catch);
+//! `--command` and `--capture` describe any other.
 
 use serde::Serialize;
 
@@ -71,8 +73,10 @@ const OUR_FLAGS: [&str; 6] = [
 ];
 
 /// The preset of `name`: `sample-controller`, `vm-controller`, `myweb-operator` (this
-/// repository's binaries, from `{bin}`) or `go-sample-controller` (the Go original, at
-/// the path `go_bin` names).
+/// repository's binaries, from `{bin}`), `go-sample-controller` (the Go original, at
+/// the path `go_bin` names) or `broken-foo-intermediate`, `broken-foo-unobserved`,
+/// `broken-foo-stale` (`{bin}/sieve-broken-foo --mode <mode>`: a test fixture, wrong on
+/// purpose, that the perturbation of its name must catch).
 pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
     let ours = |binary: &str, extra: &[&str]| {
         let mut command = vec![format!("{{bin}}/{binary}")];
@@ -143,17 +147,51 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
             owned: vec![Captured::new("apps/v1", "Deployment")],
             ignore: Vec::new(),
         },
-        _ => return None,
+        _ => {
+            let mode = name.strip_prefix("broken-foo-")?;
+            if !BROKEN_MODES.contains(&mode) {
+                return None;
+            }
+            let command = format!(
+                "{{bin}}/sieve-broken-foo --mode {mode} --kubeconfig {{kubeconfig}} --namespace {{namespace}}"
+            );
+            Target {
+                name: name.to_owned(),
+                command: command.split(' ').map(str::to_owned).collect(),
+                env: Vec::new(),
+                owned: vec![Captured::new("apps/v1", "Deployment")],
+                // The Deployment's rollout history, as kube-controller-manager writes
+                // it: its conditions name the ReplicaSet (after a generated name in
+                // intermediate mode), and a Deployment created at its final size (a
+                // level-triggered sync whose Foo's first state was withheld) has its
+                // conditions in another order and observedGeneration 1, not 2. The
+                // bugs show in the specs, the Foo's status, and which Deployments exist.
+                ignore: [
+                    &["status", "conditions"][..],
+                    &["status", "observedGeneration"],
+                ]
+                .iter()
+                .map(|path| path.iter().map(|s| (*s).to_owned()).collect())
+                .collect(),
+            }
+        }
     };
     Some(target)
 }
 
+/// The modes of the deliberately broken Foo controller (`sieve-broken-foo --mode`), each
+/// named after the perturbation that must catch it.
+pub const BROKEN_MODES: [&str; 3] = ["intermediate", "unobserved", "stale"];
+
 /// The names [`preset`] knows.
-pub const PRESETS: [&str; 4] = [
+pub const PRESETS: [&str; 7] = [
     "sample-controller",
     "vm-controller",
     "myweb-operator",
     "go-sample-controller",
+    "broken-foo-intermediate",
+    "broken-foo-unobserved",
+    "broken-foo-stale",
 ];
 
 /// What fills the placeholders of one run.
@@ -212,6 +250,21 @@ mod tests {
             assert!(preset(name, None).is_some(), "{name}");
         }
         assert!(preset("kube-scheduler", None).is_none());
+        let broken = preset("broken-foo-stale", None).expect("a preset");
+        assert_eq!(
+            broken.command_line(&with),
+            [
+                "/b/sieve-broken-foo",
+                "--mode",
+                "stale",
+                "--kubeconfig",
+                "/k",
+                "--namespace",
+                "ns"
+            ]
+        );
+        assert_eq!(broken.owned, [Captured::new("apps/v1", "Deployment")]);
+        assert!(preset("broken-foo-sloppy", None).is_none());
     }
 
     #[test]
