@@ -144,8 +144,8 @@ async fn writes_are_recorded_with_key_status_version_and_owners() {
                 uid: Some("u1".into()),
             }],
             removes_finalizer: false,
-            // Nothing was recorded before it.
-            sent_after: Some(0),
+            // Sent when the trace held only the step's begin (record 1).
+            sent_after: Some(1),
         }
     );
     assert_eq!(recorded[1].summary(), "PUT foos/status ns/web -> 409");
@@ -358,7 +358,8 @@ fn a_write_that_drops_a_finalizer_is_marked() {
             .expect("a URI"),
     )
     .expect("a resource request");
-    let write = |before| answer::write(&api, 200, DEPLOYMENT.as_bytes(), before).expect("a write");
+    let write =
+        |before| answer::write(&api, 200, DEPLOYMENT.as_bytes(), before, None).expect("a write");
     assert!(write(Some(2)).removes_finalizer);
     assert!(!write(Some(1)).removes_finalizer);
     assert!(!write(None).removes_finalizer);

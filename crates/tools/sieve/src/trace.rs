@@ -14,7 +14,7 @@
 //! {"seq":1,"type":"run","workload":"workloads/foo.yaml","controller":"sample-controller"}
 //! {"seq":2,"type":"stepBegin","step":1,"op":"create","name":"sieve-foo"}
 //! {"seq":3,"type":"watch","resource":"foos","event":"ADDED","key":"ns/sieve-foo","resourceVersion":"811","uid":"u1"}
-//! {"seq":4,"type":"write","method":"POST","resource":"deployments","key":"ns/sieve-foo","status":201,"resourceVersion":"812","owners":[{"kind":"Foo","name":"sieve-foo","uid":"u1"}]}
+//! {"seq":4,"type":"write","method":"POST","resource":"deployments","key":"ns/sieve-foo","status":201,"resourceVersion":"812","owners":[{"kind":"Foo","name":"sieve-foo","uid":"u1"}],"sentAfter":3}
 //! {"seq":5,"type":"stepEnd","step":1}
 //! ```
 
@@ -365,6 +365,7 @@ mod tests {
                 uid: Some("u1".into()),
             }],
             removes_finalizer: false,
+            sent_after: Some(3),
         }));
         trace.push(Event::StepEnd { step: 1 });
         trace
@@ -379,7 +380,7 @@ mod tests {
             r#"{"seq":1,"type":"run","workload":"workloads/foo.yaml","controller":"sample-controller"}"#,
             r#"{"seq":2,"type":"stepBegin","step":1,"op":"create","name":"sieve-foo"}"#,
             r#"{"seq":3,"type":"watch","resource":"foos","event":"ADDED","key":"ns/sieve-foo","resourceVersion":"811","uid":"u1"}"#,
-            r#"{"seq":4,"type":"write","method":"POST","resource":"deployments","key":"ns/sieve-foo","status":201,"resourceVersion":"812","owners":[{"kind":"Foo","name":"sieve-foo","uid":"u1"}]}"#,
+            r#"{"seq":4,"type":"write","method":"POST","resource":"deployments","key":"ns/sieve-foo","status":201,"resourceVersion":"812","owners":[{"kind":"Foo","name":"sieve-foo","uid":"u1"}],"sentAfter":3}"#,
             r#"{"seq":5,"type":"stepEnd","step":1}"#,
         ];
         assert_eq!(text.lines().collect::<Vec<_>>(), documented);
