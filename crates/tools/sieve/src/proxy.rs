@@ -151,6 +151,16 @@ impl Recorder {
         self.shared.state.lock().trace.clone()
     }
 
+    /// How many records the trace has (without copying it: the runner asks every tick).
+    pub fn len(&self) -> usize {
+        self.shared.state.lock().trace.records.len()
+    }
+
+    /// Whether the trace has no record yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether the perturbation's point was reached: the crash hook called, the event
     /// withheld, a list served stale.
     pub fn reached(&self) -> bool {

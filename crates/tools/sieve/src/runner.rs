@@ -405,10 +405,7 @@ impl Watcher<'_> {
                     return;
                 }
             }
-            let now = (
-                self.proxy.interceptor().trace().records.len(),
-                self.proxy.stats().requests,
-            );
+            let now = (self.proxy.interceptor().len(), self.proxy.stats().requests);
             if now != last {
                 last = now;
                 since = Instant::now();

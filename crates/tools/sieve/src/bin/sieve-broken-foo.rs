@@ -40,7 +40,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 
-use objects::{Foo, controlled_by, foo_resource, keyed, name, new_deployment, uid};
+use objects::{Foo, controlled_by, keyed, name, new_deployment, uid};
 
 /// A Foo controller with one planted bug per `--mode` (a sieve test fixture).
 #[derive(Debug, Parser)]
@@ -108,10 +108,9 @@ async fn main() -> anyhow::Result<()> {
     let kubeconfig = kube::config::Kubeconfig::read_from(&cli.kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     let client = kube::Client::try_from(config)?;
-    let resource = foo_resource();
     let mut controller = Controller {
         mode: cli.mode,
-        foos: Api::namespaced_with(client.clone(), &cli.namespace, &resource),
+        foos: Api::namespaced(client.clone(), &cli.namespace),
         deployments: Api::namespaced(client, &cli.namespace),
         foo_cache: BTreeMap::new(),
         deployment_cache: BTreeMap::new(),
@@ -341,7 +340,16 @@ impl Controller {
     /// when `generate`) and caches it; whether the server created it (an existing one
     /// of that name is no error).
     async fn create(&mut self, foo: &Foo, generate: bool) -> bool {
-        let deployment = new_deployment(foo, generate);
+        let deployment = match new_deployment(foo, generate) {
+            Ok(deployment) => deployment,
+            Err(e) => {
+                eprintln!(
+                    "sieve-broken-foo: the Deployment of Foo {}: {e:#}",
+                    name(foo)
+                );
+                return false;
+            }
+        };
         match self
             .deployments
             .create(&PostParams::default(), &deployment)
