@@ -41,7 +41,29 @@ case "${1:-}" in
 esac
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-fail() { echo "demo: FAILED: $*" >&2; exit 1; }
+fail() {
+  echo "demo: FAILED: $*" >&2
+  if [ -n "${real_node_dir:-}" ]; then real_node_dump >&2; fi
+  exit 1
+}
+# real_node_dump: what a failure on the real node needs to be understood afterwards (CI
+# keeps only this log): the Pods, the Events, the operator's logs, the kubelet's and
+# containerd's last lines.
+real_node_dump() {
+  set +e
+  local -x KUBECONFIG=$real_node_dir/cp/kubeconfig
+  echo "demo: the real node at the failure:"
+  kubectl get nodes -o wide
+  kubectl get pods -A -o wide
+  kubectl get events -A --sort-by=.lastTimestamp | tail -30
+  kubectl -n kube-controllers describe pods | tail -40
+  kubectl -n kube-controllers logs deploy/myweb-operator --previous --tail=30
+  kubectl -n kube-controllers logs deploy/myweb-operator --tail=40
+  for log in kubelet containerd; do
+    echo "--- $real_node_dir/logs/$log.log (last 25 lines)"
+    tail -n 25 "$real_node_dir/logs/$log.log"
+  done
+}
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
@@ -96,12 +118,13 @@ real_node_demo() {
   kubectl wait --for condition=established --timeout=60s crd/mywebs.operator.k8s-summit.org >/dev/null
   # deploy/myweb-operator as it is, without its admission webhook (its certificate comes
   # from cert-manager; hack/e2e-real-node.sh shows the webhook too).
-  kubectl apply -f deploy/myweb-operator/namespace.yaml -f deploy/myweb-operator/rbac.yaml \
-    -f deploy/myweb-operator/deployment.yaml
-  # The Deployment mounts the webhook's Secret and waits for it; the control plane's
-  # webhook certificate fills it (no webhook is registered, so nothing calls it).
+  kubectl apply -f deploy/myweb-operator/namespace.yaml
+  # The Deployment mounts the webhook's Secret; the control plane's webhook certificate
+  # fills it (no webhook is registered, so nothing calls it). Made before the Deployment:
+  # a Pod whose Secret is missing waits on the kubelet's mount backoff.
   kubectl -n kube-controllers create secret generic myweb-operator-webhook-server-cert \
     --from-file=tls.crt="$WEBHOOK_CERT_DIR/tls.crt" --from-file=tls.key="$WEBHOOK_CERT_DIR/tls.key" >/dev/null
+  kubectl apply -f deploy/myweb-operator/rbac.yaml -f deploy/myweb-operator/deployment.yaml
   wait_until "myweb-operator Available on the real node" 180 \
     kubectl -n kube-controllers rollout status deploy/myweb-operator --timeout=2s
   kubectl -n kube-controllers get pods -o wide

@@ -34,6 +34,10 @@ pub const NGINX_HTML_ROOT: &str = "/usr/share/nginx/html";
 /// template, so the Deployment rolls its pods (a mounted ConfigMap is updated in place
 /// by the kubelet only eventually, and not at all for `subPath` mounts).
 pub const PAGE_CHECKSUM_ANNOTATION: &str = "operator.k8s-summit.org/page-sha256";
+/// The ConfigMap annotation holding the `metadata.generation` of the MyWeb it was
+/// last applied from: the operator's fence against acting on a stale cache (see
+/// "Stale caches" in [`reconcile`](crate::reconcile)).
+pub const WEB_GENERATION_ANNOTATION: &str = "operator.k8s-summit.org/generation";
 /// The container port nginx listens on.
 pub const HTTP_PORT: i32 = 80;
 /// Replicas of the web server. The tutorial runs one; the operator owns the field,
@@ -81,10 +85,26 @@ pub fn page_checksum(page: &str) -> String {
         .collect()
 }
 
-/// The ConfigMap holding the page as `index.html`.
+/// The generation a ConfigMap says it was applied from ([`WEB_GENERATION_ANNOTATION`]);
+/// 0 when it says none (made by an operator from before the annotation).
+pub fn applied_generation(meta: &ObjectMeta) -> i64 {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(WEB_GENERATION_ANNOTATION))
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The ConfigMap holding the page as `index.html`, annotated with the MyWeb's
+/// generation ([`WEB_GENERATION_ANNOTATION`]).
 pub fn config_map(web: &MyWeb) -> Result<ConfigMap> {
+    let mut metadata = object_meta(web)?;
+    metadata.annotations = Some(BTreeMap::from([(
+        WEB_GENERATION_ANNOTATION.to_string(),
+        web.metadata.generation.unwrap_or(0).to_string(),
+    )]));
     Ok(ConfigMap {
-        metadata: object_meta(web)?,
+        metadata,
         data: Some(BTreeMap::from([(
             INDEX_HTML.to_string(),
             web.spec.page_content_html.clone(),

@@ -17,7 +17,10 @@
 //!      name appeared since the cache last looked, the API server answers 409
 //!      AlreadyExists and we retry; an apply would have adopted it;
 //!    - ours: **server-side apply** the desired configuration ([`objects`])
-//!      as field manager [`FIELD_MANAGER`], with `force`.
+//!      as field manager [`FIELD_MANAGER`], with `force`. The ConfigMap goes first
+//!      and is the fence against a stale cache (below): when the cache is behind
+//!      what the operator last wrote, nothing is written and the MyWeb is looked at
+//!      again in a second ([`STALE_CACHE_RETRY`]).
 //! 3. Compute `Ready` from the Deployment the API server returned, and write the status
 //!    if it changed. A refused write (a node port another Service holds) becomes a
 //!    Warning Event and `Ready=False` with the server's message, then an error:
@@ -45,8 +48,34 @@
 //! The apply also carries the UID the cache saw: if the object was deleted and
 //! replaced by someone else's since, the UID no longer matches and the API server
 //! refuses the change (UIDs are immutable) instead of us adopting it.
+//!
+//! # Stale caches: the ConfigMap is the fence
+//!
+//! An apply is the desired state of the MyWeb *the cache holds*. After a restart onto
+//! an API server that lags (an HA replica behind the others), that MyWeb can be older
+//! than the one the operator last applied from, and applying it would put the old page
+//! back and roll the Deployment backwards, then forwards again once the watch catches
+//! up (Sieve's stale-state perturbation found exactly that; docs/reliability.md). The
+//! staleness guard ([`controller::freshness`]) cannot help: it remembers this
+//! process's writes, and a new process has none. So the cluster remembers instead:
+//!
+//! - the ConfigMap carries the generation of the MyWeb it was applied from
+//!   ([`objects::WEB_GENERATION_ANNOTATION`]); a cached MyWeb older than that is not
+//!   applied;
+//! - the ConfigMap's apply, alone of the three, carries the resourceVersion the cache
+//!   saw: if the cached ConfigMap is itself behind (so its annotation may be too), the
+//!   API server answers 409 Conflict and nothing else is written.
+//!
+//! An apply of the ConfigMap that succeeds therefore proves the MyWeb we act on is no
+//! older than any the operator applied before, and the Deployment and the Service
+//! follow unconditionally. Only the operator writes that ConfigMap, so the
+//! precondition costs no conflicts in normal running (a `kubectl edit` racing a
+//! reconcile costs one retry). Either way the reconcile ends with a requeue, not an
+//! error: no Warning Event, no `Ready=False`; the events that bring the cache up to
+//! date queue the MyWeb again too.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use apis::operator::v1::MyWeb;
 use builder::{Action, Reconciler, Request};
@@ -67,6 +96,10 @@ use tracing::{debug, info};
 use crate::error::{Error, Result};
 use crate::status::{Readiness, deployment_readiness, next_status};
 use crate::{FIELD_MANAGER, REASON_READY, objects};
+
+/// How soon a MyWeb is looked at again when the fence found the cache behind what the
+/// operator last wrote (see "Stale caches" in the [module docs](self)).
+pub const STALE_CACHE_RETRY: Duration = Duration::from_secs(1);
 
 /// What the reconciler reads and writes with: the caches of the four informers, a
 /// client for writes, and the Event recorder.
@@ -134,7 +167,9 @@ impl MyWebReconciler {
     }
 
     /// Reconciles the MyWeb `namespace/name`. See the [module docs](self).
-    pub async fn reconcile_web(&self, namespace: &str, name: &str) -> Result<()> {
+    /// [`Action::RequeueAfter`] when the cache is behind (the fence held), else
+    /// [`Action::Done`].
+    pub async fn reconcile_web(&self, namespace: &str, name: &str) -> Result<Action> {
         // 1. The MyWeb, from the cache.
         let web = match self.webs.get(namespace, name) {
             Ok(web) => web,
@@ -143,24 +178,27 @@ impl MyWebReconciler {
                     namespace,
                     name, "MyWeb no longer exists; the garbage collector removes its objects"
                 );
-                return Ok(());
+                return Ok(Action::Done);
             }
             Err(err) => return Err(Error::Cache(err)),
         };
         if web.metadata.deletion_timestamp.is_some() {
-            return Ok(());
+            return Ok(Action::Done);
         }
 
         // 2. The three objects.
-        let outcome = self.apply_objects(&web).await;
-        if let Err(Error::Api(err)) = &outcome
-            && err.is_namespace_terminating()
-        {
-            // Expected while the namespace is deleted: it takes the MyWeb with it. No
-            // Warning Event, no Ready=False, no error, no retry (controller::expected).
-            debug!(namespace, name, error = %err, "namespace is terminating; not creating");
-            return Ok(());
-        }
+        let outcome = match self.apply_objects(&web).await {
+            // The fence held: the cache is behind what we last wrote. Nothing written.
+            Ok(None) => return Ok(Action::requeue_after(STALE_CACHE_RETRY)),
+            Ok(Some(deployment)) => Ok(deployment),
+            Err(Error::Api(err)) if err.is_namespace_terminating() => {
+                // Expected while the namespace is deleted: it takes the MyWeb with it. No
+                // Warning Event, no Ready=False, no error, no retry (controller::expected).
+                debug!(namespace, name, error = %err, "namespace is terminating; not creating");
+                return Ok(Action::Done);
+            }
+            Err(err) => Err(err),
+        };
 
         // 3. Status, from the outcome.
         let readiness = match &outcome {
@@ -177,36 +215,50 @@ impl MyWebReconciler {
                 // Deleted since the cache saw it: whatever step 2 found no longer
                 // matters, and its deletion event is on its way (controller::expected).
                 debug!(namespace, name, error = %err, "MyWeb is gone; its status is not written");
-                Ok(())
+                Ok(Action::Done)
             }
             Err(err) => Err(err),
-            Ok(()) => outcome.map(|_| ()),
+            Ok(()) => outcome.map(|_| Action::Done),
         }
     }
 
-    /// Step 2: the ConfigMap first (the pods mount it), then the Deployment, then the
-    /// Service. Returns the Deployment as the API server has it now.
-    async fn apply_objects(&self, web: &MyWeb) -> Result<Deployment> {
-        self.ensure(web, &self.config_maps, objects::config_map(web)?)
-            .await?;
-        let deployment = self
+    /// Step 2: the ConfigMap first (the pods mount it, and it is the fence), then the
+    /// Deployment, then the Service. Returns the Deployment as the API server has it
+    /// now, or `None` when the fence held and nothing was written.
+    async fn apply_objects(&self, web: &MyWeb) -> Result<Option<Deployment>> {
+        let Some(_) = self
+            .ensure(web, &self.config_maps, objects::config_map(web)?)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(deployment) = self
             .ensure(web, &self.deployments, objects::deployment(web)?)
-            .await?;
-        self.ensure(web, &self.services, objects::service(web)?)
-            .await?;
-        Ok(deployment)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(_) = self
+            .ensure(web, &self.services, objects::service(web)?)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(deployment))
     }
 
     /// Creates `desired` if the cache has no object of its name, applies it if the
     /// cached one is controlled by `web`, and refuses otherwise. Reads only the cached
-    /// object's metadata (owner references, UID), so the cache may hold the kind whole
-    /// or its metadata alone ([`Owned::Cached`]).
+    /// object's metadata (owner references, UID, and for the fence its annotation and
+    /// resourceVersion), so the cache may hold the kind whole or its metadata alone
+    /// ([`Owned::Cached`]). `None`: the kind is the fence ([`Owned::FENCE`]) and the
+    /// cache is behind what the operator last wrote; nothing was written.
     async fn ensure<K: Owned>(
         &self,
         web: &MyWeb,
         cache: &Lister<K::Cached>,
         mut desired: K,
-    ) -> Result<K> {
+    ) -> Result<Option<K>> {
         let namespace = desired.meta().namespace.clone().unwrap_or_default();
         let name = desired.meta().name.clone().unwrap_or_default();
         // Through the typed client: protobuf on the wire, as client-go's clientset.
@@ -221,10 +273,31 @@ impl MyWebReconciler {
             }),
             Ok(current) => {
                 desired.meta_mut().uid = current.meta().uid.clone();
+                if K::FENCE {
+                    let applied = objects::applied_generation(current.meta());
+                    let cached = web.metadata.generation.unwrap_or(0);
+                    if applied > cached {
+                        info!(
+                            kind = K::KIND,
+                            namespace,
+                            name,
+                            applied,
+                            cached,
+                            "the cached MyWeb is older than the one last applied; waiting for the cache"
+                        );
+                        return Ok(None);
+                    }
+                    desired.meta_mut().resource_version = current.meta().resource_version.clone();
+                }
                 let params = PatchParams::apply(FIELD_MANAGER).force();
-                api.patch(&name, &params, &Patch::Apply(&desired))
-                    .await
-                    .map_err(|e| failed(K::APPLY, e))
+                match api.patch(&name, &params, &Patch::Apply(&desired)).await {
+                    Err(kube::Error::Api(status)) if K::FENCE && status.code == 409 => {
+                        info!(kind = K::KIND, namespace, name, message = %status.message,
+                            "the cached object is older than the server's; waiting for the cache");
+                        return Ok(None);
+                    }
+                    answer => answer.map_err(|e| failed(K::APPLY, e)),
+                }
             }
             Err(err) if err.is_not_found() => {
                 info!(kind = K::KIND, namespace, name, "creating");
@@ -239,7 +312,7 @@ impl MyWebReconciler {
             Err(err) => Err(Error::Cache(err)),
         }?;
         self.wrote::<K::Cached, _>(web, &written);
-        Ok(written)
+        Ok(Some(written))
     }
 
     /// Step 3: patches the status subresource when it differs from what the cache has,
@@ -292,6 +365,10 @@ trait Owned:
     /// What the operator's cache holds of this kind: the whole object, or its
     /// metadata alone (`PartialObjectMeta<Self>`, see `controller::setup`).
     type Cached: Resource<DynamicType = ()> + Send + Sync + 'static;
+    /// Whether this kind is the fence against a stale cache (see "Stale caches" in
+    /// the [module docs](self)): its apply carries the cached resourceVersion, and a
+    /// cached MyWeb older than the generation it records is not applied.
+    const FENCE: bool;
     const KIND: &'static str;
     const CREATE: &'static str;
     const APPLY: &'static str;
@@ -299,6 +376,7 @@ trait Owned:
 
 impl Owned for ConfigMap {
     type Cached = PartialObjectMeta<ConfigMap>;
+    const FENCE: bool = true;
     const KIND: &'static str = "ConfigMap";
     const CREATE: &'static str = "create ConfigMap";
     const APPLY: &'static str = "apply ConfigMap";
@@ -306,6 +384,7 @@ impl Owned for ConfigMap {
 
 impl Owned for Deployment {
     type Cached = Deployment;
+    const FENCE: bool = false;
     const KIND: &'static str = "Deployment";
     const CREATE: &'static str = "create Deployment";
     const APPLY: &'static str = "apply Deployment";
@@ -313,6 +392,7 @@ impl Owned for Deployment {
 
 impl Owned for Service {
     type Cached = Service;
+    const FENCE: bool = false;
     const KIND: &'static str = "Service";
     const CREATE: &'static str = "create Service";
     const APPLY: &'static str = "apply Service";
@@ -324,6 +404,5 @@ impl Reconciler for MyWebReconciler {
     async fn reconcile(&self, request: &Request) -> Result<Action> {
         self.reconcile_web(request.namespace_or_empty(), &request.name)
             .await
-            .map(|()| Action::Done)
     }
 }

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use apis::operator::v1::{CONDITION_READY, MyWeb, MyWebSpec};
+use builder::Action;
 use cache::{Indexer, Lister};
 use controller::testing::{ApiAction, FakeApi};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
@@ -42,7 +43,7 @@ impl Fixture {
         }
     }
 
-    async fn reconcile(&self, name: &str) -> Result<(), Error> {
+    async fn reconcile(&self, name: &str) -> Result<Action, Error> {
         let listers = Listers {
             webs: Lister::new(self.webs.clone()),
             config_maps: Lister::new(self.config_maps.clone()),
@@ -208,11 +209,22 @@ async fn owned_objects_are_applied_with_force_and_the_uid_the_cache_saw() {
             body["metadata"]["uid"], uid,
             "guards against a replaced object"
         );
-        assert!(
-            body["metadata"].get("resourceVersion").is_none(),
-            "no read-modify-write"
-        );
         assert!(body.get("status").is_none(), "only the fields we own");
+    }
+    // The ConfigMap is the fence against a stale cache: its apply carries the
+    // resourceVersion the cache saw and the MyWeb's generation; the others no
+    // resourceVersion (no read-modify-write).
+    let bodies: Vec<Value> = f.api.actions()[..3]
+        .iter()
+        .map(|a| a.body.clone().unwrap())
+        .collect();
+    assert_eq!(bodies[0]["metadata"]["resourceVersion"], "10");
+    assert_eq!(
+        bodies[0]["metadata"]["annotations"][objects::WEB_GENERATION_ANNOTATION],
+        "3"
+    );
+    for body in &bodies[1..] {
+        assert!(body["metadata"].get("resourceVersion").is_none(), "{body}");
     }
     // The Deployment echoed back is the one we applied, without a status: the status
     // comes from the API server's answer, not from the cache.
@@ -361,4 +373,67 @@ async fn a_failed_status_write_is_an_error_to_retry() {
     f.api.fail_next("update", "mywebs/status", 409, "Conflict");
     let err = f.reconcile("site").await.unwrap_err();
     assert!(matches!(&err, Error::Api(e) if e.is_conflict()), "{err}");
+}
+
+/// Sieve's stale-state finding (docs/reliability.md): restarted onto an API server that
+/// lags, the operator's cache held the MyWeb one generation back while the ConfigMap
+/// already said it was applied from the newer one. Applying would put the old page back
+/// and roll the Deployment backwards. Nothing is written; the MyWeb is looked at again.
+#[tokio::test]
+async fn a_cached_web_older_than_the_one_last_applied_writes_nothing() {
+    let f = Fixture::new();
+    let site = web("site"); // generation 3
+    let mut newer = site.clone();
+    newer.metadata.generation = Some(4);
+    newer.spec.page_content_html = "<h1>newer</h1>".into();
+    Fixture::add(&f.webs, site);
+    f.add_owned_objects(&newer);
+
+    let action = f.reconcile("site").await.unwrap();
+
+    assert_eq!(
+        action,
+        Action::requeue_after(myweb_operator::reconcile::STALE_CACHE_RETRY)
+    );
+    assert!(f.api.actions().is_empty(), "{:?}", f.api.action_names());
+    assert!(f.events.events().is_empty(), "{:?}", f.events.events());
+}
+
+/// The same finding when the cached ConfigMap is behind too (so its annotation is): the
+/// API server refuses the ConfigMap's apply (409, the resourceVersion it carries is not
+/// the server's), and the Deployment and the Service are not touched. Not an error: no
+/// Warning Event, no Ready=False, a requeue.
+#[tokio::test]
+async fn a_config_map_behind_the_server_stops_the_apply_before_the_deployment() {
+    let f = Fixture::new();
+    let site = web("site");
+    Fixture::add(&f.webs, site.clone());
+    f.add_owned_objects(&site);
+    f.api.fail_next("patch", "configmaps", 409, "Conflict");
+
+    let action = f.reconcile("site").await.unwrap();
+
+    assert_eq!(
+        action,
+        Action::requeue_after(myweb_operator::reconcile::STALE_CACHE_RETRY)
+    );
+    assert_eq!(f.api.action_names(), ["patch configmaps"]);
+    assert!(f.events.events().is_empty(), "{:?}", f.events.events());
+}
+
+/// A 409 on a create is someone else's object of that name appearing since the cache
+/// looked (AlreadyExists), not the fence: an error to retry, as before.
+#[tokio::test]
+async fn a_create_refused_with_409_is_still_an_error() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, web("site"));
+    f.api
+        .fail_next("create", "configmaps", 409, "AlreadyExists");
+
+    let err = f.reconcile("site").await.unwrap_err();
+
+    assert!(
+        matches!(&err, Error::Api(e) if e.status_code() == Some(409)),
+        "{err}"
+    );
 }
