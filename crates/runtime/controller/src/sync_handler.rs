@@ -89,6 +89,14 @@ impl Action {
             Action::RequeueAfter(after) | Action::RequeueWithPriority { after, .. } => Some(after),
         }
     }
+
+    /// The priority the sync chose for the requeue (`None`: the key's own).
+    pub fn priority(&self) -> Option<i32> {
+        match *self {
+            Action::RequeueWithPriority { priority, .. } => Some(priority),
+            Action::Done | Action::RequeueAfter(_) => None,
+        }
+    }
 }
 
 /// A controller's reconcile function: client-go's `syncHandler`.
