@@ -11,21 +11,24 @@
 //! 2. It starts `workers` workers (client-go's "threadiness"). Each one loops on
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
-//! 3. One turn of the loop: `get` a key (waiting if there is none); if the controller
-//!    runs as one of several active replicas ([`with_gate`](Controller::with_gate)),
-//!    skip a key that belongs to another replica (see [`crate::gate`]); if the controller
-//!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something
-//!    the informers have not seen yet, do not sync it against that stale cache: park
-//!    it (a small task puts it back the moment the informers catch up, or with
-//!    backoff after a bound) and take the next key. Otherwise call the
-//!    [`SyncHandler`], and
+//! 3. One turn of the loop (`process_next`, in `controller/process.rs`, one named
+//!    step a line): **get** a key (waiting if there is none); **admit by shard**: if
+//!    the controller runs as one of several active replicas
+//!    ([`with_gate`](Controller::with_gate)), skip a key that belongs to another
+//!    replica (see [`crate::gate`]); **wait for fresh caches**: if the controller has
+//!    a staleness guard ([`Freshness`]) and the key's last sync wrote something the
+//!    informers have not seen yet, do not sync it against that stale cache: park it
+//!    (a small task puts it back the moment the informers catch up, or with backoff
+//!    after a bound) and take the next key. Otherwise **sync** it, observed (the
+//!    [`SyncHandler`] with its trace, span, timeout and metrics), and **forget or
+//!    requeue** it:
 //!    - `Ok(Action::Done)`: `forget` the key, resetting its backoff;
 //!    - `Ok(Action::RequeueAfter(d))`: `forget`, then `add_after(key, d)`;
 //!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
 //!      10 ms, 20 ms, ... up to 1000 s with the default limiter;
 //!
 //!    (each requeue keeps the priority the key was handed out with, unless the sync
-//!    named one: [`Action::with_priority`]);
+//!    named one: [`Action::with_priority`](crate::Action::with_priority));
 //!    - a panic: caught, logged, and handled like `Err`;
 //!    - past the reconcile timeout, if one is set: the sync is dropped (cancelled)
 //!      and the key handled like `Err` (see [`crate::outcome`]).
@@ -46,10 +49,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info, warn};
+use tracing::{info, warn};
 use workqueue::{AddOpts, RateLimitingQueue};
 
 mod process;
@@ -60,7 +62,7 @@ use crate::gate::SyncGate;
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics;
 use crate::steps;
-use crate::sync_handler::{Action, SyncHandler};
+use crate::sync_handler::SyncHandler;
 
 /// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
 /// finish their API calls, shorter than the kubelet's default 30 s grace period so the
@@ -299,19 +301,6 @@ impl<H: SyncHandler> Controller<H> {
     }
 }
 
-impl<H> Controller<H> {
-    /// The staleness guard's verdict on `key` (`true` without a guard): `false` when
-    /// the informers have not yet seen the key's last write; the key is then parked
-    /// until they have (or requeued with backoff after the bound) and this worker
-    /// moves on (see [`Freshness::check_or_park`]).
-    fn is_fresh(&self, key: &str, priority: i32) -> bool {
-        match &self.freshness {
-            None => true,
-            Some(freshness) => freshness.check_or_park(&self.name, key, priority, &self.queue),
-        }
-    }
-}
-
 /// How a key goes back after a failed, panicked or stale sync: with backoff, at the priority
 /// it was handed out with (controller-runtime's
 /// `AddWithOpts(AddOpts{RateLimited: true, Priority: &priority}, key)`).
@@ -321,14 +310,4 @@ pub(crate) fn retry_opts(priority: i32) -> AddOpts {
         priority,
         ..AddOpts::default()
     }
-}
-
-/// Milliseconds of `d`, for a step.
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The key's failed tries so far, for a step.
-fn retries(queue: &RateLimitingQueue<String>, key: &String) -> i64 {
-    i64::from(queue.num_requeues(key))
 }

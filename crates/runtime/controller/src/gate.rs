@@ -49,6 +49,7 @@ pub enum Admission {
 pub struct Pass {
     revoked: BoxFuture<'static, ()>,
     held: Box<dyn Send + Sync>,
+    object: Option<u64>,
 }
 
 impl fmt::Debug for Pass {
@@ -67,7 +68,25 @@ impl Pass {
         Self {
             revoked: Box::pin(revoked),
             held: Box::new(held),
+            object: None,
         }
+    }
+
+    /// Names the object the pass was given for (the sharding crate uses the hash of
+    /// its uid). The loop logs it with the sync (`object_hash`), because a *key* is a
+    /// name and a name can outlive its object: deleted and created again, it is a new
+    /// object with a new uid, which a uid-sharded group may place on another replica
+    /// while the first still syncs the old one's "not found". The invariant the chaos
+    /// soak checks is per object (no object synced by two replicas at once), so it
+    /// needs to tell the two apart.
+    pub fn for_object(mut self, hash: u64) -> Self {
+        self.object = Some(hash);
+        self
+    }
+
+    /// The object this pass is for, if the gate named one ([`for_object`](Self::for_object)).
+    pub fn object(&self) -> Option<u64> {
+        self.object
     }
 
     /// Runs `sync` under this pass: its output, or `None` if the pass was revoked
@@ -75,7 +94,7 @@ impl Pass {
     /// up past its deadline must not send one more request). `sync` is dropped
     /// before the in-flight record is released.
     pub async fn run<F: Future>(self, sync: F) -> Option<F::Output> {
-        let Pass { revoked, held } = self;
+        let Pass { revoked, held, .. } = self;
         let out = tokio::select! {
             biased;
             _ = revoked => None,

@@ -219,10 +219,11 @@ impl Gate {
             gate: Arc::clone(self),
             id,
         };
-        Some(Pass::new(
-            revocation(cancel, self.valid_until.subscribe()),
-            held,
-        ))
+        let pass = Pass::new(revocation(cancel, self.valid_until.subscribe()), held);
+        Some(match hash {
+            Some(h) => pass.for_object(h),
+            None => pass,
+        })
     }
 
     /// Syncs in flight now.
@@ -420,7 +421,13 @@ mod tests {
         gate.renewed_until(Instant::now() + Duration::from_secs(10));
         assert!(gate.enter(Some(1)).is_none(), "valid but owning nothing");
         gate.grow(&half());
-        assert!(gate.enter(Some(1)).is_some());
+        let pass = gate.enter(Some(1)).expect("an owned hash");
+        assert_eq!(
+            pass.object(),
+            Some(1),
+            "the pass names the object it is for"
+        );
+        drop(pass);
         assert!(
             gate.enter(Some(u64::MAX)).is_none(),
             "another replica's hash"

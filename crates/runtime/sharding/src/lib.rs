@@ -32,7 +32,7 @@
 //!
 //! # The invariant
 //!
-//! **No key is synced by two replicas at the same time.** A replica syncs a key only
+//! **No object is synced by two replicas at the same time.** A replica syncs a key only
 //! while it holds the key's hash in its gate and its membership is renewed; it
 //! announces giving a range up only after the syncs of that range have ended; it
 //! starts a range only after no live member announces it, and after re-reading the
@@ -41,6 +41,14 @@
 //! [`coordinator`] docs give the rules one by one; `tests/handover.rs` checks each on
 //! paused time, and the e2e suite of the Foo controller checks the whole on a real
 //! API server (3 replicas, a kill, a join, a freeze).
+//!
+//! A key is a name, and the ranges hold uids: a name deleted and created again is a
+//! new object whose uid may fall in another replica's range. Until the old object's
+//! replica has settled its last queued sync of the name, both may sync it at once, the
+//! old one seeing "not found" (its cache holds only its range) while the new one
+//! sees the new object. So a controller's "not found" path must act only on what the
+//! old object owned (owner references, names that carry its uid), never on whatever
+//! the name points at now: sample-controller's, which does nothing, is the model.
 //!
 //! # Wiring
 //!

@@ -14,6 +14,13 @@
 //! the rest of that poll run after the thaw without any new check (the loop's
 //! `sync_clock` module, docs/reliability.md finding 12). Such a sync is no overlap;
 //! one that began a poll after the thaw is.
+//!
+//! A key is a name, and the invariant is about objects: under uid sharding a name
+//! deleted and created again is a new object that may hash to another replica, while
+//! the first replica still syncs the old one's "not found" (docs/reliability.md
+//! finding 13). The loop logs the hash the gate placed the key by (`object_hash`); two
+//! replicas syncing one name for two different hashes are counted apart, not as a
+//! violation. Lines without the field (leader election, no gate) are compared with all.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +45,12 @@ pub struct LogFindings {
     pub frozen_overlaps: u64,
     /// The first 50 of those, described as `overlapping_syncs` are.
     pub frozen_overlap_examples: Vec<String>,
+    /// Overlapping syncs of one name by two replicas for two different objects (the
+    /// name deleted and created again with a uid in another replica's range): not a
+    /// violation, see the module docs.
+    pub name_reused_overlaps: u64,
+    /// The first 50 of those, described as `overlapping_syncs` are.
+    pub name_reused_examples: Vec<String>,
     /// "leading: starting controllers" lines: how many times some replica took over.
     pub leadership_acquired: u64,
     /// Incarnations that logged losing the Lease.
@@ -54,6 +67,8 @@ struct Sync {
     /// When its last poll began (`end_us` if the line does not say).
     last_poll_us: i64,
     file: usize,
+    /// The hash the gate placed the key by (`object_hash`), if the line has one.
+    object: Option<u64>,
 }
 
 /// Reads every log file.
@@ -141,6 +156,7 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
                         end_us,
                         last_poll_us,
                         file: index,
+                        object: value["object_hash"].as_u64(),
                     });
                     findings.syncs += 1;
                 }
@@ -151,13 +167,13 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
     }
     for ((controller, key), mut list) in syncs {
         list.sort_by_key(|s| s.start_us);
-        // Sweep: the sync with the latest end so far, from any incarnation.
-        let mut latest: Option<Sync> = None;
+        // Sweep, per object: the sync with the latest end so far, from any incarnation.
+        let mut latest: BTreeMap<Option<u64>, Sync> = BTreeMap::new();
         for sync in list {
-            if let Some(prev) = &latest
-                && prev.file != sync.file
-                && sync.start_us < effective_end(prev)
-            {
+            for (object, prev) in &latest {
+                if prev.file == sync.file || sync.start_us >= effective_end(prev) {
+                    continue;
+                }
                 let described = format!(
                     "{controller} {key}: {} synced it until {:.3}s after {} started ({})",
                     name_of(files, prev.file),
@@ -165,7 +181,12 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
                     name_of(files, sync.file),
                     sync.start_us
                 );
-                let examples = if was_frozen(prev) || was_frozen(&sync) {
+                let same_object =
+                    object.is_none() || sync.object.is_none() || *object == sync.object;
+                let examples = if !same_object {
+                    findings.name_reused_overlaps += 1;
+                    &mut findings.name_reused_examples
+                } else if was_frozen(prev) || was_frozen(&sync) {
                     findings.frozen_overlaps += 1;
                     &mut findings.frozen_overlap_examples
                 } else {
@@ -176,10 +197,10 @@ pub fn analyse(files: &[PathBuf], frozen: &[crate::processes::Frozen]) -> LogFin
                 }
             }
             if latest
-                .as_ref()
+                .get(&sync.object)
                 .is_none_or(|l| effective_end(&sync) > effective_end(l))
             {
-                latest = Some(sync);
+                latest.insert(sync.object, sync);
             }
         }
     }
@@ -422,6 +443,70 @@ mod tests {
             "{:?}",
             findings.overlapping_syncs
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Finding 13 (CI, seed 2038720513): vm-0015 was deleted in replica 0's range and
+    /// created again with a uid in replica 1's; replica 0's pending requeue of the name
+    /// synced the old object's "not found" while replica 1 synced the new object. Two
+    /// objects, one name: counted apart. The same hash on both sides stays a violation.
+    #[test]
+    fn one_name_synced_for_two_objects_is_not_a_violation_but_one_object_is() {
+        let dir = std::env::temp_dir().join(format!("chaos-logs-names-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |ts: &str, elapsed: &str, started: &str, hash: u64| {
+            format!(
+                r#"{{"timestamp":"{ts}","level":"DEBUG","message":"synced","controller":"vm-controller","key":"chaos/vm-0015","elapsed":"{elapsed}","started_at":"{started}","last_poll_at":"{ts}","object_hash":{hash}}}"#
+            )
+        };
+        let (a, b) = (dir.join("vm-0.log"), dir.join("vm-1.log"));
+        let old_object = 0x9000_0000_0000_0001_u64;
+        let new_object = 0x1000_0000_0000_0002_u64;
+        std::fs::write(
+            &a,
+            line(
+                "2026-11-29T13:00:01.860771Z",
+                "390.883µs",
+                "2026-11-29T13:00:01.860335Z",
+                old_object,
+            ),
+        )
+        .unwrap();
+        let b_line = |hash| {
+            line(
+                "2026-11-29T13:00:03.610183Z",
+                "2.63528263s",
+                "2026-11-29T13:00:00.971583Z",
+                hash,
+            )
+        };
+        std::fs::write(&b, b_line(new_object)).unwrap();
+        let findings = analyse(&[a.clone(), b.clone()], &[]);
+        assert!(
+            findings.overlapping_syncs.is_empty(),
+            "{:?}",
+            findings.overlapping_syncs
+        );
+        assert_eq!(findings.name_reused_overlaps, 1);
+        assert!(findings.name_reused_examples[0].contains("chaos/vm-0015"));
+        // One object synced by both replicas at once: the violation it always was.
+        std::fs::write(&b, b_line(old_object)).unwrap();
+        let findings = analyse(&[a.clone(), b.clone()], &[]);
+        assert_eq!(
+            findings.overlapping_syncs.len(),
+            1,
+            "{:?}",
+            findings.overlapping_syncs
+        );
+        assert_eq!(findings.name_reused_overlaps, 0);
+        // A line without the field (no gate) is compared with every object.
+        std::fs::write(
+            &b,
+            b_line(new_object).replace(&format!(r#","object_hash":{new_object}"#), ""),
+        )
+        .unwrap();
+        let findings = analyse(&[a, b], &[]);
+        assert_eq!(findings.overlapping_syncs.len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

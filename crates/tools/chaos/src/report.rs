@@ -187,6 +187,11 @@ impl Summary {
         );
         let _ = writeln!(
             t,
+            "overlapping syncs of one name for two objects (deleted and created again in another replica's range; not violations): {}",
+            self.logs.name_reused_overlaps
+        );
+        let _ = writeln!(
+            t,
             "owned objects created again for an owner already deleted (stale cache, garbage collected): {}",
             self.creates_for_deleted_owners
         );
