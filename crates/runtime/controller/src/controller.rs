@@ -31,7 +31,7 @@
 //!    named one: [`Action::with_priority`](crate::Action::with_priority));
 //!    - a panic: caught, logged, and handled like `Err`;
 //!    - past the reconcile timeout, if one is set: the sync is dropped (cancelled)
-//!      and the key handled like `Err` (see [`crate::outcome`]).
+//!      and the key handled like `Err` (see `crate::outcome`).
 //!
 //!    In every case the key is marked `done` (the [`WorkItem`](workqueue::WorkItem)
 //!    guard does it when dropped), which is what lets a key that changed while it was
@@ -210,7 +210,7 @@ impl<H: SyncHandler> Controller<H> {
 
     /// Cancels a sync that runs longer than `timeout` and retries its key with
     /// backoff (`None`, the default: no limit; controller-runtime's
-    /// `ReconciliationTimeout`, see [`crate::outcome`]). Counted as `result="timeout"`
+    /// `ReconciliationTimeout`, see `crate::outcome`). Counted as `result="timeout"`
     /// and in `controller_runtime_reconcile_timeouts_total`.
     pub fn with_reconcile_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.reconcile_timeout = timeout.filter(|t| !t.is_zero());
