@@ -11,24 +11,27 @@
 //! 2. It starts `workers` workers (client-go's "threadiness"). Each one loops on
 //!    [`process_next_work_item`](Controller::process_next_work_item) until the queue
 //!    shuts down.
-//! 3. One turn of the loop: `get` a key (waiting if there is none); if the controller
-//!    runs as one of several active replicas ([`with_gate`](Controller::with_gate)),
-//!    skip a key that belongs to another replica (see [`crate::gate`]); if the controller
-//!    has a staleness guard ([`Freshness`]) and the key's last sync wrote something
-//!    the informers have not seen yet, do not sync it against that stale cache: park
-//!    it (a small task puts it back the moment the informers catch up, or with
-//!    backoff after a bound) and take the next key. Otherwise call the
-//!    [`SyncHandler`], and
+//! 3. One turn of the loop (`process_next`, in `controller/process.rs`, one named
+//!    step a line): **get** a key (waiting if there is none); **admit by shard**: if
+//!    the controller runs as one of several active replicas
+//!    ([`with_gate`](Controller::with_gate)), skip a key that belongs to another
+//!    replica (see [`crate::gate`]); **wait for fresh caches**: if the controller has
+//!    a staleness guard ([`Freshness`]) and the key's last sync wrote something the
+//!    informers have not seen yet, do not sync it against that stale cache: park it
+//!    (a small task puts it back the moment the informers catch up, or with backoff
+//!    after a bound) and take the next key. Otherwise **sync** it, observed (the
+//!    [`SyncHandler`] with its trace, span, timeout and metrics), and **forget or
+//!    requeue** it:
 //!    - `Ok(Action::Done)`: `forget` the key, resetting its backoff;
 //!    - `Ok(Action::RequeueAfter(d))`: `forget`, then `add_after(key, d)`;
 //!    - `Err(e)`: log it and `add_rate_limited(key)` - the key comes back after 5 ms,
 //!      10 ms, 20 ms, ... up to 1000 s with the default limiter;
 //!
 //!    (each requeue keeps the priority the key was handed out with, unless the sync
-//!    named one: [`Action::with_priority`]);
+//!    named one: [`Action::with_priority`](crate::Action::with_priority));
 //!    - a panic: caught, logged, and handled like `Err`;
 //!    - past the reconcile timeout, if one is set: the sync is dropped (cancelled)
-//!      and the key handled like `Err` (see [`crate::outcome`]).
+//!      and the key handled like `Err` (see `crate::outcome`).
 //!
 //!    In every case the key is marked `done` (the [`WorkItem`](workqueue::WorkItem)
 //!    guard does it when dropped), which is what lets a key that changed while it was
@@ -42,27 +45,24 @@
 //! give parallelism across objects and none within one.
 
 use std::fmt;
-use std::panic::AssertUnwindSafe;
-use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, error, info, info_span, warn};
+use tracing::{info, warn};
 use workqueue::{AddOpts, RateLimitingQueue};
+
+mod process;
 
 use crate::error::{Error, Result};
 use crate::freshness::Freshness;
-use crate::gate::{Admission, Pass, SyncGate};
+use crate::gate::SyncGate;
 use crate::informer_synced::{InformerSynced, wait_for_cache_sync};
 use crate::metrics;
-use crate::outcome::{self, Outcome, panic_message};
 use crate::steps;
-use crate::sync_clock::SyncClock;
-use crate::sync_handler::{Action, SyncHandler};
+use crate::sync_handler::SyncHandler;
 
 /// Default for [`Controller::with_drain_timeout`]: long enough for in-flight syncs to
 /// finish their API calls, shorter than the kubelet's default 30 s grace period so the
@@ -210,7 +210,7 @@ impl<H: SyncHandler> Controller<H> {
 
     /// Cancels a sync that runs longer than `timeout` and retries its key with
     /// backoff (`None`, the default: no limit; controller-runtime's
-    /// `ReconciliationTimeout`, see [`crate::outcome`]). Counted as `result="timeout"`
+    /// `ReconciliationTimeout`, see `crate::outcome`). Counted as `result="timeout"`
     /// and in `controller_runtime_reconcile_timeouts_total`.
     pub fn with_reconcile_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.reconcile_timeout = timeout.filter(|t| !t.is_zero());
@@ -299,188 +299,6 @@ impl<H: SyncHandler> Controller<H> {
     pub async fn process_next_work_item(&self) -> bool {
         self.process_next(0).await
     }
-
-    /// [`process_next_work_item`](Self::process_next_work_item) on worker number
-    /// `worker` (for the pipeline trace).
-    async fn process_next(&self, worker: usize) -> bool {
-        // Wait for a key. The guard marks it done when dropped at the end of this
-        // function, on every path (even a panic), so the key can be handed out again.
-        let Some(item) = self.queue.get().await else {
-            return false;
-        };
-        let key: &String = &item;
-        // Retries keep the priority the key was queued with (controller-runtime's
-        // reconcileHandler does the same): a low-priority catch-up key that fails
-        // does not jump ahead of real changes by failing.
-        let priority = item.priority();
-        let traced: Arc<str> = Arc::from(key.as_str());
-        steps::took(&self.name, &traced, worker);
-
-        let pass = match self.gate.as_ref().map(|gate| gate.admit(key)) {
-            Some(Admission::Skip) => {
-                // Another replica's key: its owner syncs it. No retry, no backoff.
-                self.queue.forget(key);
-                steps::requeued(&self.name, &traced, "not_this_shard", 0);
-                debug!(controller = %self.name, key = %key, "skipped: another replica's shard");
-                return true;
-            }
-            Some(Admission::Admit(pass)) => Some(pass),
-            None => None,
-        };
-        // The object the gate placed the key by (the hash of its uid): logged with the
-        // sync, since a name deleted and created again is another object (see
-        // crate::gate::Pass::for_object).
-        let object_hash = pass.as_ref().and_then(Pass::object);
-
-        if !self.is_fresh(key, priority) {
-            // Parked until the caches catch up; the WorkItem guard marks the key done.
-            steps::requeued(&self.name, &traced, "parked", 0);
-            return true;
-        }
-
-        // The span carries the key through every log line of the sync (RUST_LOG
-        // shows the same trip as the pipeline view); the sync scope lets the HTTP
-        // client attribute the sync's API writes to the key.
-        let span = info_span!("sync", controller = %self.name, key = %key, worker);
-        let scope = pipeline::SyncScope {
-            controller: Arc::clone(&self.name),
-            key: Arc::clone(&traced),
-        };
-        steps::sync_started(&self.name, &traced);
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let mut clock = SyncClock::start();
-        let sync = pipeline::in_sync(
-            scope,
-            AssertUnwindSafe(self.handler.sync(key))
-                .catch_unwind()
-                .instrument(span),
-        );
-        // Cut short after --reconcile-timeout, if set (see crate::outcome).
-        let sync = outcome::with_timeout(self.reconcile_timeout, sync);
-        // The clock notes when each poll begins, before the pass checks it (see
-        // crate::sync_clock).
-        let outcome = match pass {
-            None => clock.run(pin!(sync)).await,
-            Some(pass) => match clock.run(pin!(pass.run(sync))).await {
-                Some(outcome) => outcome,
-                None => {
-                    // Revoked: this replica must stop at once (see crate::gate).
-                    let elapsed = clock.elapsed();
-                    self.in_flight.fetch_sub(1, Ordering::Relaxed);
-                    self.queue.forget(key);
-                    steps::sync_ended(&self.name, &traced, "revoked", elapsed, None);
-                    warn!(controller = %self.name, key = %key, ?elapsed, "sync abandoned: this replica no longer holds the key's shard");
-                    return true;
-                }
-            },
-        };
-        let elapsed = clock.elapsed();
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let result = outcome.result();
-        // controller_runtime_reconcile_total / _errors_total / _time_seconds, when a
-        // metrics registry is installed (one atomic load otherwise).
-        metrics::observe_reconcile(&self.name, result, elapsed);
-        steps::sync_ended(
-            &self.name,
-            &traced,
-            result.as_str(),
-            elapsed,
-            outcome.message(),
-        );
-
-        match outcome {
-            Outcome::Synced(Action::Done) => {
-                // Success: the next failure of this key starts from the base delay.
-                self.queue.forget(key);
-                debug!(
-                    controller = %self.name,
-                    key = %key,
-                    ?elapsed,
-                    started_at = %clock.started_at(),
-                    last_poll_at = %clock.last_poll_at(),
-                    object_hash,
-                    "synced"
-                );
-            }
-            Outcome::Synced(action) => {
-                let after = action.requeue().unwrap_or_default();
-                // At the key's own priority unless the sync chose one.
-                let priority = match action {
-                    Action::RequeueWithPriority { priority, .. } => priority,
-                    _ => priority,
-                };
-                self.queue.forget(key);
-                steps::requeued(&self.name, &traced, "requeue_after", millis(after));
-                let opts = AddOpts {
-                    after,
-                    priority,
-                    ..AddOpts::default()
-                };
-                self.queue.add_with_opts(key, opts);
-                debug!(
-                    controller = %self.name,
-                    key = %key,
-                    ?elapsed,
-                    started_at = %clock.started_at(),
-                    last_poll_at = %clock.last_poll_at(),
-                    ?after,
-                    priority,
-                    object_hash,
-                    "synced; requeued"
-                );
-            }
-            Outcome::Failed(err) => {
-                // Put the key back with backoff; a transient error (a 409, the API
-                // server restarting) heals itself on a later try.
-                self.queue.add_with_opts(key, retry_opts(priority));
-                steps::requeued(&self.name, &traced, "error", retries(&self.queue, key));
-                error!(
-                    controller = %self.name,
-                    key = %key,
-                    retries = self.queue.num_requeues(key),
-                    error = %err,
-                    "error syncing; requeuing"
-                );
-            }
-            Outcome::Panicked(panic) => {
-                self.queue.add_with_opts(key, retry_opts(priority));
-                steps::requeued(&self.name, &traced, "panic", retries(&self.queue, key));
-                error!(
-                    controller = %self.name,
-                    key = %key,
-                    retries = self.queue.num_requeues(key),
-                    panic = %panic_message(&*panic),
-                    "panic while syncing (a bug); treated as an error and requeued"
-                );
-            }
-            Outcome::TimedOut(after) => {
-                // The worker is free again; the key retries with backoff, like an error.
-                self.queue.add_with_opts(key, retry_opts(priority));
-                steps::requeued(&self.name, &traced, "timeout", retries(&self.queue, key));
-                error!(
-                    controller = %self.name,
-                    key = %key,
-                    retries = self.queue.num_requeues(key),
-                    timeout = ?after,
-                    "{}; requeuing", outcome::timeout_message(after)
-                );
-            }
-        }
-        true
-    }
-}
-
-impl<H> Controller<H> {
-    /// The staleness guard's verdict on `key` (`true` without a guard): `false` when
-    /// the informers have not yet seen the key's last write; the key is then parked
-    /// until they have (or requeued with backoff after the bound) and this worker
-    /// moves on (see [`Freshness::check_or_park`]).
-    fn is_fresh(&self, key: &str, priority: i32) -> bool {
-        match &self.freshness {
-            None => true,
-            Some(freshness) => freshness.check_or_park(&self.name, key, priority, &self.queue),
-        }
-    }
 }
 
 /// How a key goes back after a failed, panicked or stale sync: with backoff, at the priority
@@ -492,14 +310,4 @@ pub(crate) fn retry_opts(priority: i32) -> AddOpts {
         priority,
         ..AddOpts::default()
     }
-}
-
-/// Milliseconds of `d`, for a step.
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The key's failed tries so far, for a step.
-fn retries(queue: &RateLimitingQueue<String>, key: &String) -> i64 {
-    i64::from(queue.num_requeues(key))
 }

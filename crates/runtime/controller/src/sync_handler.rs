@@ -71,6 +71,8 @@ impl Action {
     /// let refresh = Action::requeue_after(Duration::from_secs(20)).with_priority(LOW);
     /// assert_eq!(refresh, Action::RequeueWithPriority { after: Duration::from_secs(20), priority: LOW });
     /// assert_eq!(refresh.requeue(), Some(Duration::from_secs(20)));
+    /// assert_eq!(refresh.priority(), Some(LOW));
+    /// assert_eq!(Action::requeue_after(Duration::from_secs(20)).priority(), None);
     /// assert_eq!(Action::Done.with_priority(LOW), Action::Done);
     /// ```
     pub fn with_priority(self, priority: i32) -> Self {
@@ -87,6 +89,14 @@ impl Action {
         match *self {
             Action::Done => None,
             Action::RequeueAfter(after) | Action::RequeueWithPriority { after, .. } => Some(after),
+        }
+    }
+
+    /// The priority the sync chose for the requeue (`None`: the key's own).
+    pub fn priority(&self) -> Option<i32> {
+        match *self {
+            Action::RequeueWithPriority { priority, .. } => Some(priority),
+            Action::Done | Action::RequeueAfter(_) => None,
         }
     }
 }
