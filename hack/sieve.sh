@@ -8,6 +8,9 @@
 #                                             (crates/tools/sieve/workloads/ci/), every plan
 #   WORKLOADS=full bash hack/sieve.sh         the full workloads (by hand; docs/reliability.md)
 #   CONTROLLERS="sample-controller" bash hack/sieve.sh          one controller
+#   CONTROLLERS="sample-controller-shards" bash hack/sieve.sh   two replicas in one shard
+#                                             group: a crash after a write hands the
+#                                             writer's ranges over (by hand)
 #   GO_SAMPLE_CONTROLLER_SRC=/path/to/sample-controller-checkout \
 #     CONTROLLERS=go-sample-controller WORKLOADS=full bash hack/sieve.sh
 #                                             the Go original, built from its source tree
@@ -73,7 +76,7 @@ kubectl wait --for condition=established --timeout=60s crd --all >/dev/null
 workload_of() {
   local name
   case $1 in
-    sample-controller | go-sample-controller) name=foo ;;
+    sample-controller | sample-controller-shards | go-sample-controller) name=foo ;;
     vm-controller) name=vm ;;
     myweb-operator) name=myweb ;;
     *) log "no workload for $1"; exit 3 ;;

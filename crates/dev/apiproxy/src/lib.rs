@@ -21,6 +21,10 @@
 //!   body of its own (delays, stalls).
 //!
 //! [`Proxy::cut_all`] closes every open client connection at once.
+//!
+//! One proxy may listen on several ports ([`Proxy::start_listeners`]): every request
+//! carries the [`Listener`] it came in on, so several clients given one port each (the
+//! replicas of a shard group, say) are told apart.
 
 #![forbid(unsafe_code)]
 
@@ -59,6 +63,11 @@ pub enum Error {
         source: std::io::Error,
     },
 }
+
+/// The listener a request came in on (its index among [`Proxy::addrs`]), in the
+/// request's extensions from before [`Interceptor::on_request`] on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Listener(pub usize);
 
 /// What a request was, as forwarded: handed to [`Interceptor::on_response`].
 #[derive(Debug, Clone)]
@@ -181,14 +190,14 @@ pub struct Stats {
 /// The running proxy; stopped (every connection closed) on drop.
 pub struct Proxy<I: Interceptor> {
     shared: Arc<server::Shared<I>>,
-    addr: SocketAddr,
+    addrs: Vec<SocketAddr>,
     stop: CancellationToken,
 }
 
 impl<I: Interceptor> std::fmt::Debug for Proxy<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")
-            .field("addr", &self.addr)
+            .field("addrs", &self.addrs)
             .field("upstream", &self.shared.upstream)
             .finish()
     }
@@ -203,31 +212,57 @@ impl<I: Interceptor> Proxy<I> {
         upstream: Upstream,
         interceptor: I,
     ) -> Result<Self, Error> {
-        let acceptor = server::acceptor(cert_chain, key)?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|source| Error::Io {
-                action: "binding the proxy",
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::Io {
-            action: "the proxy's address",
-            source,
-        })?;
-        let shared = Arc::new(server::Shared::new(upstream, Arc::new(interceptor)));
-        let stop = CancellationToken::new();
-        tokio::spawn(server::accept_loop(
-            listener,
-            acceptor,
-            Arc::clone(&shared),
-            stop.clone(),
-        ));
-        Ok(Self { shared, addr, stop })
+        Self::start_listeners(cert_chain, key, upstream, interceptor, 1).await
     }
 
-    /// Where the proxy listens.
+    /// [`start`](Self::start) with `listeners` ports (at least one), each request
+    /// tagged with the [`Listener`] it came in on.
+    pub async fn start_listeners(
+        cert_chain: &[u8],
+        key: &[u8],
+        upstream: Upstream,
+        interceptor: I,
+        listeners: usize,
+    ) -> Result<Self, Error> {
+        let acceptor = server::acceptor(cert_chain, key)?;
+        let shared = Arc::new(server::Shared::new(upstream, Arc::new(interceptor)));
+        let stop = CancellationToken::new();
+        let mut addrs = Vec::new();
+        for index in 0..listeners.max(1) {
+            let listener =
+                tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|source| Error::Io {
+                        action: "binding the proxy",
+                        source,
+                    })?;
+            addrs.push(listener.local_addr().map_err(|source| Error::Io {
+                action: "the proxy's address",
+                source,
+            })?);
+            tokio::spawn(server::accept_loop(
+                listener,
+                Listener(index),
+                acceptor.clone(),
+                Arc::clone(&shared),
+                stop.clone(),
+            ));
+        }
+        Ok(Self {
+            shared,
+            addrs,
+            stop,
+        })
+    }
+
+    /// Where the proxy listens (its first listener).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.addrs[0]
+    }
+
+    /// Every listener's address, in [`Listener`] order.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
     }
 
     /// The interceptor, shared with the connections.

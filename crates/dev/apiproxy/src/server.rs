@@ -19,7 +19,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Counters, Error, Exchange, Interceptor, ProxyBody, Upstream, status_response};
+use crate::{
+    Counters, Error, Exchange, Interceptor, Listener, ProxyBody, Upstream, status_response,
+};
 
 /// What every connection of one proxy shares.
 pub(crate) struct Shared<I> {
@@ -80,6 +82,7 @@ pub(crate) fn acceptor(cert_chain: &[u8], key: &[u8]) -> Result<tokio_rustls::Tl
 
 pub(crate) async fn accept_loop<I: Interceptor>(
     listener: TcpListener,
+    tag: Listener,
     acceptor: tokio_rustls::TlsAcceptor,
     shared: Arc<Shared<I>>,
     stop: CancellationToken,
@@ -112,7 +115,10 @@ pub(crate) async fn accept_loop<I: Interceptor>(
             };
             shared.counters.connections.fetch_add(1, Ordering::Relaxed);
             let service_shared = Arc::clone(&shared);
-            let service = service_fn(move |req| handle(Arc::clone(&service_shared), req));
+            let service = service_fn(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(tag);
+                handle(Arc::clone(&service_shared), req)
+            });
             let builder = auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection(TokioIo::new(tls), service);
             tokio::select! {

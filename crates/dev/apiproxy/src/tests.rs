@@ -273,3 +273,47 @@ async fn cut_all_closes_open_watches() {
     );
     assert_eq!(proxy.stats().connections_cut, 1);
 }
+
+/// Notes the [`Listener`] each request came in on.
+#[derive(Default)]
+struct Listeners(Arc<Mutex<Vec<(String, usize)>>>);
+
+impl Interceptor for Listeners {
+    async fn on_request(&self, request: &mut http::request::Parts) -> Option<Response<ProxyBody>> {
+        let listener = request.extensions.get::<Listener>().map(|l| l.0);
+        self.0.lock().expect("the log").push((
+            request.uri.path().to_string(),
+            listener.unwrap_or(usize::MAX),
+        ));
+        None
+    }
+}
+
+#[tokio::test]
+async fn each_request_carries_the_listener_it_came_in_on() {
+    let pki = Pki::new();
+    let server = FakeApiServer::start(&pki, |_| Reply::Json(201, POD.to_string())).await;
+    let seen = Listeners::default();
+    let log = Arc::clone(&seen.0);
+    let proxy = Proxy::start_listeners(pki.cert(), pki.key(), server.upstream(&pki), seen, 2)
+        .await
+        .expect("the proxy");
+    assert_eq!(proxy.addrs().len(), 2);
+    assert_ne!(proxy.addrs()[0], proxy.addrs()[1]);
+    assert_eq!(proxy.addr(), proxy.addrs()[0]);
+    for (index, path) in [
+        (1, "/api/v1/namespaces/ns/pods/b"),
+        (0, "/api/v1/namespaces/ns/pods/a"),
+    ] {
+        let client = TestClient::new(&pki, proxy.addrs()[index]);
+        let (status, _) = client.call(Method::GET, path, "").await;
+        assert_eq!(status, 201);
+    }
+    assert_eq!(
+        *log.lock().expect("the log"),
+        [
+            ("/api/v1/namespaces/ns/pods/b".to_string(), 1),
+            ("/api/v1/namespaces/ns/pods/a".to_string(), 0)
+        ]
+    );
+}

@@ -78,7 +78,8 @@ struct Common {
     /// The workload file (e.g. crates/tools/sieve/workloads/foo.yaml).
     #[arg(long)]
     workload: PathBuf,
-    /// The controller: a preset (sample-controller, vm-controller, myweb-operator,
+    /// The controller: a preset (sample-controller, sample-controller-shards: two
+    /// replicas in one shard group, vm-controller, myweb-operator,
     /// go-sample-controller; broken-foo-intermediate, broken-foo-unobserved,
     /// broken-foo-stale: a test fixture that is wrong on purpose) or any name with
     /// --command.
@@ -257,6 +258,8 @@ impl Setup {
                 env: Vec::new(),
                 owned: Vec::new(),
                 ignore: Vec::new(),
+                replicas: 1,
+                quiet: None,
             },
             None => bail!(
                 "{} is not a preset ({}): give its --command",

@@ -55,6 +55,7 @@ mod answer;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use apiproxy::path;
 use apiproxy::watch::{self, Verdict};
@@ -73,8 +74,9 @@ pub type SieveProxy = apiproxy::Proxy<Recorder>;
 /// election's leases and recorded events come on timers, not from the workload.
 pub const IGNORED: [&str; 2] = ["leases", "events"];
 
-/// What is called at the crash point.
-type CrashHook = Box<dyn FnOnce() + Send>;
+/// What is called at the crash point, with the proxy listener the write came in on
+/// (which replica of a shard group sent it; 0 for a single controller).
+type CrashHook = Box<dyn FnOnce(usize) + Send>;
 
 /// Records the controller's writes and watch events and applies one perturbation.
 pub struct Recorder {
@@ -95,6 +97,9 @@ impl std::fmt::Debug for Recorder {
 struct Shared {
     state: Mutex<State>,
     on_crash: Mutex<Option<CrashHook>>,
+    /// The controller's requests so far, those to [`IGNORED`] resources left out: the
+    /// runner's quiescence (a shard group's lease renewals never stop).
+    requests: AtomicU64,
 }
 
 #[derive(Default)]
@@ -129,13 +134,15 @@ impl Recorder {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
                 on_crash: Mutex::new(None),
+                requests: AtomicU64::new(0),
             }),
         }
     }
 
     /// Calls `hook` at the crash point of an
-    /// [`IntermediateState`](Perturbation::IntermediateState) plan (never otherwise).
-    pub fn on_crash_point(self, hook: impl FnOnce() + Send + 'static) -> Self {
+    /// [`IntermediateState`](Perturbation::IntermediateState) plan (never otherwise),
+    /// with the index of the proxy listener the write came in on ([`apiproxy::Listener`]).
+    pub fn on_crash_point(self, hook: impl FnOnce(usize) + Send + 'static) -> Self {
         *self.shared.on_crash.lock() = Some(Box::new(hook));
         self
     }
@@ -159,6 +166,12 @@ impl Recorder {
     /// Whether the trace has no record yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The controller's requests so far, those to [`IGNORED`] resources (leases,
+    /// events: on timers, not on the workload) left out.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(AtomicOrdering::Relaxed)
     }
 
     /// Whether the perturbation's point was reached: the crash hook called, the event
@@ -201,8 +214,9 @@ impl Recorder {
 }
 
 impl Shared {
-    /// Records a write's answer and calls the crash hook if this was its write.
-    fn record_write(&self, write: crate::trace::Write) {
+    /// Records a write's answer (sent on proxy listener `listener`) and calls the crash
+    /// hook if this was its write.
+    fn record_write(&self, write: crate::trace::Write, listener: usize) {
         let crash = {
             let mut state = self.state.lock();
             let object = (write.resource.clone(), write.key.clone());
@@ -218,7 +232,7 @@ impl Shared {
             crash
         };
         if crash && let Some(hook) = self.on_crash.lock().take() {
-            hook();
+            hook(listener);
         }
     }
 
@@ -261,6 +275,9 @@ impl Interceptor for Recorder {
             request.headers.insert(ACCEPT, json);
         }
         let api = path::action(&request.method, &request.uri)?;
+        if !IGNORED.contains(&api.resource.as_str()) {
+            self.shared.requests.fetch_add(1, AtomicOrdering::Relaxed);
+        }
         match api.verb.as_str() {
             "watch"
                 if path::query(&request.uri, "sendInitialEvents").as_deref() == Some("true") =>
@@ -325,6 +342,10 @@ impl Interceptor for Recorder {
         let shared = Arc::clone(&self.shared);
         let status = response.status.as_u16();
         let sent_after = exchange.extensions.get::<SentAfter>().map(|s| s.0);
+        let listener = exchange
+            .extensions
+            .get::<apiproxy::Listener>()
+            .map_or(0, |l| l.0);
         match api.verb.as_str() {
             "create" | "update" | "patch" | "delete" => {
                 apiproxy::body::on_complete(body, move |bytes| {
@@ -336,7 +357,7 @@ impl Interceptor for Recorder {
                     };
                     if let Some(write) = answer::write(&api, status, &bytes, finalizers, sent_after)
                     {
-                        shared.record_write(write);
+                        shared.record_write(write, listener);
                     }
                 })
             }

@@ -170,7 +170,7 @@ async fn the_crash_hook_fires_once_right_after_the_kth_write() {
     let trace_at_crash = std::sync::Arc::new(AtomicUsize::new(0));
     let at_crash = std::sync::Arc::clone(&trace_at_crash);
     let shared = std::sync::Arc::clone(&recorder.shared);
-    let recorder = recorder.on_crash_point(move || {
+    let recorder = recorder.on_crash_point(move |_listener| {
         log.lock().expect("the log").push("crash");
         at_crash.store(shared.state.lock().trace.writes().count(), Ordering::SeqCst);
     });
@@ -363,4 +363,39 @@ fn a_write_that_drops_a_finalizer_is_marked() {
     assert!(write(Some(2)).removes_finalizer);
     assert!(!write(Some(1)).removes_finalizer);
     assert!(!write(None).removes_finalizer);
+}
+
+/// A shard group: each replica its own proxy listener. The crash hook names the
+/// listener of the k-th write (the replica the runner kills), and lease requests (the
+/// group's renewals, on a timer) are not counted as the controller's requests.
+#[tokio::test]
+async fn the_crash_hook_names_the_listener_of_the_kth_write_and_leases_are_not_requests() {
+    let pki = Pki::new();
+    let server = FakeApiServer::start(&pki, |_| Reply::Json(201, DEPLOYMENT.into())).await;
+    let fired = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&fired);
+    let recorder = Recorder::new(Some(Perturbation::IntermediateState { after_write: 2 }))
+        .on_crash_point(move |listener| log.lock().expect("the log").push(listener));
+    let proxy =
+        SieveProxy::start_listeners(pki.cert(), pki.key(), server.upstream(&pki), recorder, 2)
+            .await
+            .expect("the proxy");
+    let replicas = [
+        TestClient::new(&pki, proxy.addrs()[0]),
+        TestClient::new(&pki, proxy.addrs()[1]),
+    ];
+    let create = "/apis/apps/v1/namespaces/ns/deployments";
+    replicas[0].call(Method::POST, create, "{}").await;
+    writes(&proxy, 1).await;
+    let lease = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/shard-0";
+    replicas[1].call(Method::PUT, lease, "{}").await;
+    replicas[1].call(Method::POST, create, "{}").await;
+    writes(&proxy, 2).await;
+    assert_eq!(*fired.lock().expect("the log"), [1]);
+    assert_eq!(
+        proxy.interceptor().requests(),
+        2,
+        "the lease renewal is not one"
+    );
+    assert_eq!(proxy.stats().requests, 3);
 }

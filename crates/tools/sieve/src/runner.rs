@@ -6,14 +6,16 @@
 //! 1. a fresh namespace, and a proxy ([`SieveProxy`]) between the controller and
 //!    kube-apiserver with a [`Recorder`] that applies the plan's perturbation;
 //! 2. the controller started (its command from the [`Target`], its kubeconfig the
-//!    proxy's), and the run waits until it is quiescent;
+//!    proxy's; each replica of a shard group its own proxy listener, so the proxy knows
+//!    who wrote), and the run waits until it is quiescent;
 //! 3. each workload step: its user operation sent as the admin, straight to the API
 //!    server, then a wait until the cluster is quiescent again: neither a recorded
 //!    write or watch event nor any request of the controller's for [`Timing::quiet`].
 //!    A step that is not quiescent within [`Timing::step_bound`] is a liveness failure
 //!    (the run goes on). The step's begin and end go into the trace;
 //! 4. the perturbation: at an intermediate-state plan's crash point the proxy's hook
-//!    SIGKILLs the controller at once (right after the answer to the write went out),
+//!    SIGKILLs the controller (in a shard group, the replica that sent the write) at
+//!    once (right after the answer to the write went out),
 //!    and the wait restarts it; a stale-state plan, once its step is quiescent, kills
 //!    the controller, starts it again with its lists served at the resourceVersion it
 //!    had reached at the end of the previous step (this run's own, from its trace), and
@@ -31,7 +33,7 @@ mod process;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kube::core::ApiResource;
@@ -217,14 +219,18 @@ pub async fn run(
     }
     let resource_of = |kind: &str| resources.iter().find(|r| r.kind == kind);
 
-    let mut controller = Controller::default();
-    let crashed = Arc::new(AtomicBool::new(false));
+    let timing = Timing {
+        quiet: target.quiet.map_or(timing.quiet, |q| q.max(timing.quiet)),
+        ..timing
+    };
+    let mut controller = Controller::new(target.replicas);
+    let crashed = Arc::new(AtomicUsize::new(NOT_CRASHED));
     let mut recorder = Recorder::new(perturbation.clone());
     if matches!(perturbation, Some(Perturbation::IntermediateState { .. })) {
         let (kill, crashed) = (controller.killer(), Arc::clone(&crashed));
-        recorder = recorder.on_crash_point(move || {
-            crashed.store(true, Ordering::SeqCst);
-            kill();
+        recorder = recorder.on_crash_point(move |replica| {
+            crashed.store(replica, Ordering::SeqCst);
+            kill(replica);
         });
     }
     recorder.push(Event::Run {
@@ -234,42 +240,47 @@ pub async fn run(
     let upstream = apiproxy::Upstream::from_kube_config(&env.config)
         .map_err(|e| RunError::Setup(format!("the proxy's upstream: {e}")))?;
     let (cert, key) = &env.serving_cert;
-    let proxy = SieveProxy::start(cert, key, upstream, recorder)
+    // One listener per replica: the proxy tells them apart (the crash point's writer).
+    let proxy = SieveProxy::start_listeners(cert, key, upstream, recorder, controller.replicas())
         .await
         .map_err(|e| RunError::Setup(format!("starting the proxy: {e}")))?;
-    let kubeconfig = dir.join("proxy.kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        apiproxy::kubeconfig_for(&env.admin_kubeconfig, proxy.addr()),
-    )
-    .map_err(|e| RunError::io("writing the proxy kubeconfig", e))?;
     let state_dir = dir.join("state");
     std::fs::create_dir_all(&state_dir).map_err(|e| RunError::io("creating the state dir", e))?;
-    let (kubeconfig, state_dir) = (
-        kubeconfig.display().to_string(),
-        state_dir.display().to_string(),
-    );
+    let state_dir = state_dir.display().to_string();
     let bin = env.bin_dir.display().to_string();
-    let command = target.command_line(&Placeholders {
-        kubeconfig: &kubeconfig,
-        namespace: &namespace,
-        state_dir: &state_dir,
-        bin: &bin,
-    });
+    let mut commands = Vec::new();
+    for (replica, addr) in proxy.addrs().iter().enumerate() {
+        let kubeconfig = if replica == 0 {
+            dir.join("proxy.kubeconfig")
+        } else {
+            dir.join(format!("proxy-{replica}.kubeconfig"))
+        };
+        std::fs::write(
+            &kubeconfig,
+            apiproxy::kubeconfig_for(&env.admin_kubeconfig, *addr),
+        )
+        .map_err(|e| RunError::io("writing the proxy kubeconfig", e))?;
+        commands.push(target.command_line(&Placeholders {
+            kubeconfig: &kubeconfig.display().to_string(),
+            namespace: &namespace,
+            state_dir: &state_dir,
+            bin: &bin,
+        }));
+    }
 
     env.cluster.create_namespace(&namespace).await?;
     let mut watch = Watcher {
         proxy: &proxy,
         controller: &mut controller,
         crashed: &crashed,
-        command: &command,
+        commands: &commands,
         env: &target.env,
         dir,
         timing,
         exits: Vec::new(),
         liveness: Vec::new(),
     };
-    watch.controller.start(&command, &target.env, dir)?;
+    watch.start_all()?;
     watch.quiescent("start").await;
     for step in &workload.steps {
         let recorder = proxy.interceptor();
@@ -361,8 +372,10 @@ pub async fn run(
 struct Watcher<'a> {
     proxy: &'a SieveProxy,
     controller: &'a mut Controller,
-    crashed: &'a AtomicBool,
-    command: &'a [String],
+    /// The replica the crash hook killed ([`NOT_CRASHED`]: none).
+    crashed: &'a AtomicUsize,
+    /// Each replica's command line.
+    commands: &'a [Vec<String>],
     env: &'a [(String, String)],
     dir: &'a Path,
     timing: Timing,
@@ -370,12 +383,24 @@ struct Watcher<'a> {
     liveness: Vec<String>,
 }
 
+/// [`Watcher::crashed`] when no crash point killed a replica.
+const NOT_CRASHED: usize = usize::MAX;
+
 /// How often the runner looks.
 const TICK: Duration = Duration::from_millis(100);
 /// Restarts after exits the run did not cause, before it stops restarting.
 const MAX_UNEXPECTED_EXITS: usize = 3;
 
 impl Watcher<'_> {
+    /// Starts every replica.
+    fn start_all(&mut self) -> Result<(), RunError> {
+        for (replica, command) in self.commands.iter().enumerate() {
+            self.controller
+                .start(replica, command, self.env, self.dir)?;
+        }
+        Ok(())
+    }
+
     /// Waits until neither the trace nor the controller's requests have moved for the
     /// quiet period (and the controller has sent at least one request), or the bound.
     async fn quiescent(&mut self, what: &str) {
@@ -383,29 +408,40 @@ impl Watcher<'_> {
         let mut last = (usize::MAX, u64::MAX);
         let mut since = Instant::now();
         loop {
-            if let Some(status) = self.controller.exited() {
-                if self.crashed.swap(false, Ordering::SeqCst) {
+            if let Some((replica, status)) = self.controller.exited() {
+                if self
+                    .crashed
+                    .compare_exchange(replica, NOT_CRASHED, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
                     // The plan's crash point: start the successor at once.
                     tracing::info!(
                         what,
+                        replica,
                         "sieve: restarting the controller after the crash point"
                     );
                 } else {
-                    self.exits
-                        .push(format!("{what}: the controller exited: {status}"));
+                    let who = if self.controller.replicas() > 1 {
+                        format!("replica {replica} of the controller")
+                    } else {
+                        "the controller".to_owned()
+                    };
+                    self.exits.push(format!("{what}: {who} exited: {status}"));
                     if self.exits.len() > MAX_UNEXPECTED_EXITS {
-                        self.controller.kill().await;
+                        self.controller.kill_all().await;
                         return;
                     }
                 }
-                self.controller.kill().await;
-                if let Err(e) = self.controller.start(self.command, self.env, self.dir) {
+                self.controller.kill(replica).await;
+                let command = &self.commands[replica];
+                if let Err(e) = self.controller.start(replica, command, self.env, self.dir) {
                     self.exits
                         .push(format!("{what}: restarting the controller: {e}"));
                     return;
                 }
             }
-            let now = (self.proxy.interceptor().len(), self.proxy.stats().requests);
+            let recorder = self.proxy.interceptor();
+            let now = (recorder.len(), recorder.requests());
             if now != last {
                 last = now;
                 since = Instant::now();
@@ -443,9 +479,9 @@ impl Watcher<'_> {
             // Nothing seen by then: nothing to serve stale (the plan is not reached).
             return Ok(());
         };
-        self.controller.kill().await;
+        self.controller.kill_all().await;
         recorder.begin_stale(rv);
-        self.controller.start(self.command, self.env, self.dir)?;
+        self.start_all()?;
         let start = Instant::now();
         while !recorder.reached() && start.elapsed() < self.timing.step_bound {
             tokio::time::sleep(TICK).await;

@@ -17,6 +17,8 @@
 //! fixture `src/bin/sieve-broken-foo.rs`, one bug each for the tool to catch);
 //! `--command` and `--capture` describe any other.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 /// One kind the end state captures.
@@ -59,6 +61,13 @@ pub struct Target {
     /// Paths the end-state comparison drops for this target (see
     /// [`diff::Options`](crate::diff::Options)): values the cluster chooses per run.
     pub ignore: Vec<Vec<String>>,
+    /// How many replicas run at once (a shard group: more than one). Each gets a proxy
+    /// listener, so its own `{kubeconfig}`, and the crash point kills the replica that
+    /// sent the write.
+    pub replicas: usize,
+    /// A quiet period longer than the runner's, for a target whose work waits on a
+    /// timer (a shard group's handover waits for a dead member's lease to run out).
+    pub quiet: Option<Duration>,
 }
 
 /// The flags every one of this repository's binaries gets: no listeners (several runs
@@ -73,7 +82,8 @@ const OUR_FLAGS: [&str; 6] = [
 ];
 
 /// The preset of `name`: `sample-controller`, `vm-controller`, `myweb-operator` (this
-/// repository's binaries, from `{bin}`), `go-sample-controller` (the Go original, at
+/// repository's binaries, from `{bin}`), `sample-controller-shards` (two replicas of
+/// sample-controller in one shard group), `go-sample-controller` (the Go original, at
 /// the path `go_bin` names) or `broken-foo-intermediate`, `broken-foo-unobserved`,
 /// `broken-foo-stale` (`{bin}/sieve-broken-foo --mode <mode>`: a test fixture, wrong on
 /// purpose, that the perturbation of its name must catch).
@@ -95,6 +105,30 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
             env,
             owned: vec![Captured::new("apps/v1", "Deployment")],
             ignore: Vec::new(),
+            replicas: 1,
+            quiet: None,
+        },
+        // A shard group of two (KEP-5866, `--shard-group`): both active, each caching and
+        // reconciling the Foos whose UIDs hash into its ranges. A crash point kills the
+        // replica that wrote; its successor is a new member, and its ranges move once
+        // the dead member's lease (4 s) runs out: a handover inside the step, which the
+        // longer quiet period waits out.
+        "sample-controller-shards" => Target {
+            name: name.to_owned(),
+            command: ours(
+                "sample-controller",
+                &[
+                    "--shard-group=sieve-foos",
+                    "--shard-lease-duration=4s",
+                    "--shard-renew-deadline=3s",
+                    "--shard-retry-period=1s",
+                ],
+            ),
+            env,
+            owned: vec![Captured::new("apps/v1", "Deployment")],
+            ignore: Vec::new(),
+            replicas: 2,
+            quiet: Some(Duration::from_secs(7)),
         },
         "vm-controller" => Target {
             name: name.to_owned(),
@@ -123,6 +157,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
             .iter()
             .map(|path| path.iter().map(|s| (*s).to_owned()).collect())
             .collect(),
+            replicas: 1,
+            quiet: None,
         },
         "myweb-operator" => Target {
             name: name.to_owned(),
@@ -134,6 +170,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
                 Captured::new("v1", "Service"),
             ],
             ignore: service_ips,
+            replicas: 1,
+            quiet: None,
         },
         "go-sample-controller" => Target {
             name: name.to_owned(),
@@ -146,6 +184,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
             env: Vec::new(),
             owned: vec![Captured::new("apps/v1", "Deployment")],
             ignore: Vec::new(),
+            replicas: 1,
+            quiet: None,
         },
         _ => {
             let mode = name.strip_prefix("broken-foo-")?;
@@ -173,6 +213,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
                 .iter()
                 .map(|path| path.iter().map(|s| (*s).to_owned()).collect())
                 .collect(),
+                replicas: 1,
+                quiet: None,
             }
         }
     };
@@ -184,8 +226,9 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
 pub const BROKEN_MODES: [&str; 3] = ["intermediate", "unobserved", "stale"];
 
 /// The names [`preset`] knows.
-pub const PRESETS: [&str; 7] = [
+pub const PRESETS: [&str; 8] = [
     "sample-controller",
+    "sample-controller-shards",
     "vm-controller",
     "myweb-operator",
     "go-sample-controller",

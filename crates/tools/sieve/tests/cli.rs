@@ -182,7 +182,7 @@ fn learn_and_run_check_their_inputs_before_they_need_a_control_plane() {
     ]);
     assert_eq!(unknown.status.code(), Some(3));
     assert!(
-        stderr(&unknown).contains("my-controller is not a preset (sample-controller, vm-controller, myweb-operator, go-sample-controller, broken-foo-intermediate, broken-foo-unobserved, broken-foo-stale): give its --command"),
+        stderr(&unknown).contains("my-controller is not a preset (sample-controller, sample-controller-shards, vm-controller, myweb-operator, go-sample-controller, broken-foo-intermediate, broken-foo-unobserved, broken-foo-stale): give its --command"),
         "{}",
         stderr(&unknown)
     );

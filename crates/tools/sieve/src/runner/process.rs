@@ -1,5 +1,6 @@
-//! The controller under test as a process: started, SIGKILLed at a crash point, started
-//! again, stopped. Each incarnation logs to a file of its own (`controller-N.log`).
+//! The controller under test as processes (one, or a shard group's replicas): started,
+//! SIGKILLed at a crash point, started again, stopped. Each incarnation logs to a file
+//! of its own (`controller-N.log`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -11,20 +12,43 @@ use tokio::process::{Child, Command};
 
 use super::RunError;
 
-/// The controller's current incarnation, shared with the proxy's crash hook (which
-/// kills it synchronously, right after the answer to the crash point's write went out).
-#[derive(Debug, Default)]
+/// The controller's replicas (one, or a shard group's), each its current incarnation,
+/// shared with the proxy's crash hook (which kills the replica that sent the crash
+/// point's write synchronously, right after the answer to it went out).
+#[derive(Debug)]
 pub struct Controller {
-    child: Arc<Mutex<Option<Child>>>,
+    replicas: Vec<Arc<Mutex<Option<Child>>>>,
     incarnations: usize,
     logs: Vec<PathBuf>,
 }
 
+impl Default for Controller {
+    fn default() -> Self {
+        Self::new(1)
+    }
+}
+
 impl Controller {
-    /// Starts a new incarnation of `command` (program and arguments) with `env`,
-    /// logging to `dir/controller-N.log`.
+    /// A controller of `replicas` processes (at least one), none started yet.
+    pub fn new(replicas: usize) -> Self {
+        Self {
+            replicas: (0..replicas.max(1)).map(|_| Arc::default()).collect(),
+            incarnations: 0,
+            logs: Vec::new(),
+        }
+    }
+
+    /// How many replicas the controller has.
+    pub fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Starts a new incarnation of `replica` running `command` (program and arguments)
+    /// with `env`, logging to `dir/controller-N.log` (`controller-N-replica-R.log` in a
+    /// group).
     pub fn start(
         &mut self,
+        replica: usize,
         command: &[String],
         env: &[(String, String)],
         dir: &Path,
@@ -32,8 +56,18 @@ impl Controller {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| RunError::Setup("the controller's command is empty".into()))?;
+        let slot = self
+            .replicas
+            .get(replica)
+            .cloned()
+            .ok_or_else(|| RunError::Setup(format!("no replica {replica}")))?;
         self.incarnations += 1;
-        let log = dir.join(format!("controller-{}.log", self.incarnations));
+        let name = if self.replicas.len() == 1 {
+            format!("controller-{}.log", self.incarnations)
+        } else {
+            format!("controller-{}-replica-{replica}.log", self.incarnations)
+        };
+        let log = dir.join(name);
         let file = std::fs::File::create(&log).map_err(|e| RunError::io("creating a log", e))?;
         let err = file
             .try_clone()
@@ -48,52 +82,67 @@ impl Controller {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| RunError::io(format!("starting {program}"), e))?;
-        *self.child.lock() = Some(child);
+        *slot.lock() = Some(child);
         self.logs.push(log);
         Ok(())
     }
 
-    /// A function that SIGKILLs the current incarnation at once (for the crash hook).
-    pub fn killer(&self) -> impl FnOnce() + Send + 'static {
-        let child = Arc::clone(&self.child);
-        move || {
-            if let Some(child) = child.lock().as_mut() {
+    /// A function that SIGKILLs the current incarnation of a replica at once (for the
+    /// crash hook, which names the replica).
+    pub fn killer(&self) -> impl Fn(usize) + Send + 'static {
+        let replicas = self.replicas.clone();
+        move |replica| {
+            if let Some(child) = replicas.get(replica)
+                && let Some(child) = child.lock().as_mut()
+            {
                 let _ = child.start_kill();
             }
         }
     }
 
-    /// SIGKILLs the current incarnation and waits for it to exit.
-    pub async fn kill(&self) {
-        let child = self.child.lock().take();
+    /// SIGKILLs the current incarnation of `replica` and waits for it to exit.
+    pub async fn kill(&self, replica: usize) {
+        let child = self.replicas.get(replica).and_then(|c| c.lock().take());
         if let Some(mut child) = child {
             let _ = child.start_kill();
             let _ = child.wait().await;
         }
     }
 
-    /// Whether the current incarnation exited; its status if it did.
-    pub fn exited(&self) -> Option<std::process::ExitStatus> {
-        self.child
-            .lock()
-            .as_mut()
-            .and_then(|child| child.try_wait().ok().flatten())
+    /// SIGKILLs every replica and waits for them to exit.
+    pub async fn kill_all(&self) {
+        for replica in 0..self.replicas.len() {
+            self.kill(replica).await;
+        }
     }
 
-    /// Stops the current incarnation: SIGTERM, then SIGKILL after `grace`.
+    /// The first replica whose current incarnation exited, and its status.
+    pub fn exited(&self) -> Option<(usize, std::process::ExitStatus)> {
+        self.replicas.iter().enumerate().find_map(|(index, child)| {
+            child
+                .lock()
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten())
+                .map(|status| (index, status))
+        })
+    }
+
+    /// Stops every replica: SIGTERM, then SIGKILL after `grace`.
     pub async fn stop(&self, grace: Duration) {
-        let child = self.child.lock().take();
-        let Some(mut child) = child else { return };
-        if let Some(pid) = child.id() {
-            let _ = rustix::process::kill_process(
-                rustix::process::Pid::from_raw(pid.cast_signed())
-                    .expect("a child's pid is positive"),
-                rustix::process::Signal::TERM,
-            );
-        }
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+        for slot in &self.replicas {
+            let child = slot.lock().take();
+            let Some(mut child) = child else { continue };
+            if let Some(pid) = child.id() {
+                let _ = rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(pid.cast_signed())
+                        .expect("a child's pid is positive"),
+                    rustix::process::Signal::TERM,
+                );
+            }
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
         }
     }
 
