@@ -56,6 +56,7 @@ mod answer;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::time::{Duration, Instant};
 
 use apiproxy::path;
 use apiproxy::watch::{self, Verdict};
@@ -116,6 +117,8 @@ struct State {
     stale_rv: Option<String>,
     /// The object whose event was withheld, until a later event of it is delivered.
     withheld: Option<(String, String)>,
+    /// When the event was withheld.
+    withheld_at: Option<Instant>,
     /// The resource whose next watch request is answered 410 Gone (a withheld event
     /// released: the client relists and sees the latest state).
     expire_next_watch: Option<String>,
@@ -201,6 +204,11 @@ impl Recorder {
     /// the last one: without this, an object whose withheld event was its last change
     /// (often a change that the controller's own next write would have followed) stays
     /// unseen for good, which no API server does and no controller could converge on.
+    ///
+    /// The runner releases it once the run is quiet, or once it has been withheld for a
+    /// while ([`withheld_for`](Self::withheld_for)) when the run never goes quiet: a
+    /// controller that acts on the state before it (a deleted owner it still sees, say)
+    /// can keep the run busy for good against the garbage collector.
     pub fn release_withheld(&self) -> bool {
         let mut state = self.shared.state.lock();
         match state.withheld.take() {
@@ -210,6 +218,17 @@ impl Recorder {
             }
             None => false,
         }
+    }
+
+    /// How long the withheld event has been withheld, while nothing superseded or
+    /// released it.
+    pub fn withheld_for(&self) -> Option<Duration> {
+        let state = self.shared.state.lock();
+        state
+            .withheld
+            .as_ref()
+            .and(state.withheld_at)
+            .map(|at| at.elapsed())
     }
 }
 
@@ -254,6 +273,7 @@ impl Shared {
         if withhold {
             state.reached = true;
             state.withheld = Some(object);
+            state.withheld_at = Some(Instant::now());
             return Verdict::Drop;
         }
         if state.withheld.as_ref() == Some(&object) {

@@ -285,10 +285,19 @@ async fn a_withheld_last_change_is_released_by_a_410_on_the_next_watch() {
     );
     assert!(proxy.interceptor().reached());
     assert!(
+        proxy.interceptor().withheld_for().is_some(),
+        "withheld, not superseded"
+    );
+    assert!(
         proxy.interceptor().release_withheld(),
         "nothing superseded it"
     );
     assert!(!proxy.interceptor().release_withheld(), "released once");
+    assert_eq!(
+        proxy.interceptor().withheld_for(),
+        None,
+        "nothing withheld now"
+    );
     let expired = client.send(Method::GET, path, &[], "").await;
     assert_eq!(expired.status(), 410);
     assert_eq!(

@@ -386,6 +386,10 @@ struct Watcher<'a> {
 /// [`Watcher::crashed`] when no crash point killed a replica.
 const NOT_CRASHED: usize = usize::MAX;
 
+/// A withheld event that nothing supersedes is released after this many quiet periods
+/// even when the run never goes quiet ([`Recorder::release_withheld`]).
+const WITHHELD_BOUND: u32 = 5;
+
 /// How often the runner looks.
 const TICK: Duration = Duration::from_millis(100);
 /// Restarts after exits the run did not cause, before it stops restarting.
@@ -441,6 +445,17 @@ impl Watcher<'_> {
                 }
             }
             let recorder = self.proxy.interceptor();
+            if recorder
+                .withheld_for()
+                .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
+                && recorder.release_withheld()
+            {
+                // Busy for good on the state before it (found on the Go
+                // sample-controller: a deleted Foo it still saw, its Deployment created
+                // again each time the garbage collector removed it).
+                tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
+                self.proxy.cut_all();
+            }
             let now = (recorder.len(), recorder.requests());
             if now != last {
                 last = now;
