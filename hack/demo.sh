@@ -54,6 +54,7 @@ real_node_dump() {
   local -x KUBECONFIG=$real_node_dir/cp/kubeconfig
   echo "demo: the real node at the failure:"
   kubectl get nodes -o wide
+  kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name}: taints {.spec.taints}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
   kubectl get pods -A -o wide
   kubectl get events -A --sort-by=.lastTimestamp | tail -30
   kubectl -n kube-controllers describe pods | tail -40

@@ -71,6 +71,8 @@ fail() {
   printf '[e2e-real-node] FAIL: %s\n' "$*" >&2
   if [ -n "${KUBECONFIG:-}" ]; then
     "$KUBECTL" get pods -A -o wide >&2 || true
+    # A Pod left Pending names no taint ("untolerated taint(s)"): the node's own words.
+    "$KUBECTL" get nodes -o jsonpath='{range .items[*]}{.metadata.name}: taints {.spec.taints}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}' >&2 || true
     "$KUBECTL" -n "$NS" get events --sort-by=.lastTimestamp 2>/dev/null | tail -20 >&2 || true
     for b in "${BINARIES[@]}"; do "$KUBECTL" -n "$NS" logs "deploy/$b" --tail=15 >&2 2>/dev/null || true; done
     if [ -n "$OP_NS" ]; then

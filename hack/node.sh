@@ -181,10 +181,13 @@ podLogsDir: $STATE/pod-logs
 failSwapOn: false
 maxPods: 40
 # The images are imported, never pulled: never garbage-collect them, and evict nothing
-# because the shared disk is fuller than a dedicated node's would be.
+# because the shared disk is fuller than a dedicated node's would be. The disk floor is
+# absolute: on a large shared disk even 1 % (2.5 GB of 252) was more than was free at
+# times, and the kubelet's DiskPressure taint left every Pod Pending ("untolerated
+# taint") in two CI runs; `up` refuses to start below MIN_FREE_MB instead.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "50Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+evictionHard: {memory.available: "50Mi", nodefs.available: "256Mi", imagefs.available: "256Mi", nodefs.inodesFree: "1%"}
 # Short enough that a rotated projected token or an updated Secret shows up in a test.
 syncFrequency: 10s
 EOF
@@ -248,6 +251,14 @@ cmd_up() {
 
   STATE=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/kube-controllers-rs-node.XXXXXX")}
   mkdir -p "$STATE"/{logs,pids}
+  # The kubelet taints its node with DiskPressure below its eviction floor (256Mi, in
+  # kubelet.yaml): say so now rather than leave every Pod Pending later.
+  local free_mb
+  free_mb=$(df -Pm "$STATE" | awk 'NR == 2 { print $4 }')
+  if [ "${free_mb:-0}" -lt "${MIN_FREE_MB:-1024}" ]; then
+    rm -rf "$STATE"
+    die "only ${free_mb} MB free on the disk of $STATE (need ${MIN_FREE_MB:-1024}): the kubelet would taint its node with DiskPressure and no Pod would run; free some space (old cargo target directories?)"
+  fi
   touch "$STATE/.kube-controllers-rs-node"
   echo "$STATE" >"$CACHE_ROOT/real-node"
   trap '[ -f "$STATE/ready" ] || { log "startup failed, tearing down"; cmd_down "$STATE"; }' EXIT

@@ -155,6 +155,7 @@ phase "hack/verify-crds.sh (deploy/crds generated from crates/controllers/apis, 
 # dependencies: same target dir and lock file, about 2 CPU-minutes cold): the real-node e2e
 # runs its image; its own tests run later (e2e-scaffold, below).
 scaffold_dir=$(mktemp -d "${TMPDIR:-/tmp}/e2e-scaffold.XXXXXX")
+PHASE_REMOVE_ON_EXIT+=("$scaffold_dir") # also when the run fails (100 MB each)
 phase "hack/e2e-scaffold.sh build (kcr's project: generated, built, manifests golden)" \
   env KCR="$CARGO_TARGET_DIR/debug/kcr" bash hack/e2e-scaffold.sh build "$scaffold_dir"
 

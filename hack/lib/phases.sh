@@ -132,6 +132,9 @@ bg_wait_file() {
   [ -e "$file" ] || bg_finish "$name"
 }
 
+# Paths removed when the run ends, passed or failed.
+PHASE_REMOVE_ON_EXIT=()
+
 phases_on_exit() {
   local rc=$? now name kind start end status total
   now=$(date +%s)
@@ -170,5 +173,6 @@ phases_on_exit() {
   fi
   # The background logs were printed when collected; a failed run keeps them to look at.
   [ "$rc" = 0 ] && rm -rf "$PHASE_DIR"
+  [ "${#PHASE_REMOVE_ON_EXIT[@]}" -gt 0 ] && rm -rf "${PHASE_REMOVE_ON_EXIT[@]}"
   return "$rc"
 }
