@@ -119,6 +119,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
                 "sample-controller",
                 &[
                     "--shard-group=sieve-foos",
+                    // The group's Leases in the run's namespace: gone with it.
+                    "--shard-lease-namespace={namespace}",
                     "--shard-lease-duration=4s",
                     "--shard-renew-deadline=3s",
                     "--shard-retry-period=1s",
