@@ -39,7 +39,10 @@
 //!   the trace's) is withheld; the next event of that key is delivered as it is. If
 //!   none comes by the time the run is otherwise quiet, [`Recorder::release_withheld`]
 //!   lets the controller relist (its next watch answered 410 Gone), so it sees the
-//!   object's latest state late rather than never.
+//!   object's latest state late rather than never. The replicas of a shard group are
+//!   one controller: each watches for itself (one proxy listener each), so events are
+//!   counted, withheld and superseded per replica's stream, and the trace records each
+//!   object's state once, whichever replica saw it first.
 //! - [`StaleState`](Perturbation::StaleState): between [`Recorder::begin_stale`] and
 //!   [`Recorder::end_stale`] (the runner starts it when it restarts the controller, at
 //!   the resourceVersion this run had reached at the end of step `at_step - 1`, see
@@ -109,14 +112,18 @@ struct State {
     perturbation: Option<Perturbation>,
     /// Writes recorded so far.
     writes: usize,
-    /// Events seen per (resource, key), the withheld one included.
-    occurrences: HashMap<(String, String), usize>,
+    /// Events seen per (listener, resource, key), the withheld one included.
+    occurrences: HashMap<(usize, String, String), usize>,
+    /// The listener each (resource, key, resourceVersion) was first recorded from: the
+    /// same state seen by another replica is not recorded again.
+    recorded_from: HashMap<(String, String, String), usize>,
     /// The finalizers of each object in the last event delivered of it.
     finalizers: HashMap<(String, String), usize>,
     /// The resourceVersion lists are served at, while stale.
     stale_rv: Option<String>,
-    /// The object whose event was withheld, until a later event of it is delivered.
-    withheld: Option<(String, String)>,
+    /// The (listener, resource, key) whose event was withheld, each until a later
+    /// event of the object is delivered on that listener.
+    withheld: Vec<(usize, String, String)>,
     /// When the event was withheld.
     withheld_at: Option<Instant>,
     /// The resource whose next watch request is answered 410 Gone (a withheld event
@@ -211,8 +218,8 @@ impl Recorder {
     /// can keep the run busy for good against the garbage collector.
     pub fn release_withheld(&self) -> bool {
         let mut state = self.shared.state.lock();
-        match state.withheld.take() {
-            Some((resource, _)) => {
+        match std::mem::take(&mut state.withheld).into_iter().next() {
+            Some((_, resource, _)) => {
                 state.expire_next_watch = Some(resource);
                 true
             }
@@ -224,10 +231,9 @@ impl Recorder {
     /// released it.
     pub fn withheld_for(&self) -> Option<Duration> {
         let state = self.shared.state.lock();
-        state
-            .withheld
-            .as_ref()
-            .and(state.withheld_at)
+        (!state.withheld.is_empty())
+            .then_some(state.withheld_at)
+            .flatten()
             .map(|at| at.elapsed())
     }
 }
@@ -255,13 +261,14 @@ impl Shared {
         }
     }
 
-    /// What to do with a watch event of `resource`: records it, or withholds it.
-    fn watch_event(&self, resource: &str, event: &watch::WatchEvent) -> Verdict {
+    /// What to do with a watch event of `resource` on proxy listener `listener`:
+    /// records it, or withholds it.
+    fn watch_event(&self, listener: usize, resource: &str, event: &watch::WatchEvent) -> Verdict {
         let Some(recorded) = answer::watch_event(resource, event) else {
             return Verdict::Forward;
         };
         let mut state = self.state.lock();
-        let object = (recorded.resource.clone(), recorded.key.clone());
+        let object = (listener, recorded.resource.clone(), recorded.key.clone());
         let occurrence = {
             let n = state.occurrences.entry(object.clone()).or_default();
             *n += 1;
@@ -269,21 +276,30 @@ impl Shared {
         };
         let withhold = matches!(&state.perturbation,
             Some(Perturbation::UnobservedState { resource, key, occurrence: withheld, .. })
-                if (resource, key, *withheld) == (&object.0, &object.1, occurrence));
+                if (resource, key, *withheld) == (&object.1, &object.2, occurrence));
         if withhold {
             state.reached = true;
-            state.withheld = Some(object);
-            state.withheld_at = Some(Instant::now());
+            if state.withheld.is_empty() {
+                state.withheld_at = Some(Instant::now());
+            }
+            state.withheld.push(object);
             return Verdict::Drop;
         }
-        if state.withheld.as_ref() == Some(&object) {
-            // Its next state: delivered, the withheld one stays unobserved.
-            state.withheld = None;
-        }
+        // Its next state on this stream: delivered, the withheld one stays unobserved.
+        state.withheld.retain(|withheld| *withheld != object);
+        let (_, resource, key) = object;
+        let state_key = (
+            resource.clone(),
+            key.clone(),
+            recorded.resource_version.clone(),
+        );
+        let first = *state.recorded_from.entry(state_key).or_insert(listener);
         state
             .finalizers
-            .insert(object, answer::finalizer_count(&event.object));
-        state.trace.push(Event::Watch(recorded));
+            .insert((resource, key), answer::finalizer_count(&event.object));
+        if first == listener {
+            state.trace.push(Event::Watch(recorded));
+        }
         Verdict::Forward
     }
 }
@@ -381,9 +397,9 @@ impl Interceptor for Recorder {
                     }
                 })
             }
-            "watch" if response.status.is_success() => {
-                watch::transform(body, move |event| shared.watch_event(&api.resource, event))
-            }
+            "watch" if response.status.is_success() => watch::transform(body, move |event| {
+                shared.watch_event(listener, &api.resource, event)
+            }),
             _ => body,
         }
     }

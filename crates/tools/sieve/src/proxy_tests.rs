@@ -408,3 +408,48 @@ async fn the_crash_hook_names_the_listener_of_the_kth_write_and_leases_are_not_r
     );
     assert_eq!(proxy.stats().requests, 3);
 }
+
+/// A shard group's replicas each watch for themselves (one listener each): the same
+/// state seen by both is recorded once; the planned occurrence is withheld from each
+/// replica's stream; the next state delivered to one replica supersedes only its own.
+#[test]
+fn replicas_count_and_withhold_per_stream_and_record_each_state_once() {
+    let recorder = Recorder::new(Some(Perturbation::UnobservedState {
+        resource: "foos".into(),
+        key: "ns/a".into(),
+        withheld_rv: "learned-2".into(),
+        occurrence: 2,
+    }));
+    let shared = &recorder.shared;
+    let watch = |kind: &str, rv: &str| {
+        serde_json::from_str::<watch::WatchEvent>(event(kind, "a", rv).trim()).expect("an event")
+    };
+    let verdicts: Vec<bool> = [
+        (0, watch("ADDED", "1")),
+        (1, watch("ADDED", "1")),
+        (1, watch("MODIFIED", "2")),
+        (0, watch("MODIFIED", "2")),
+        (0, watch("MODIFIED", "3")),
+    ]
+    .iter()
+    .map(|(listener, e)| matches!(shared.watch_event(*listener, "foos", e), Verdict::Drop))
+    .collect();
+    assert_eq!(
+        verdicts,
+        [false, false, true, true, false],
+        "rv 2 withheld from both"
+    );
+    let recorded: Vec<String> = recorder
+        .trace()
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Watch(w) => Some(w.resource_version.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, ["1", "3"], "each state once");
+    // Replica 0 saw rv 3; replica 1 has seen nothing after rv 1: still withheld there.
+    assert!(recorder.withheld_for().is_some());
+    assert!(recorder.release_withheld());
+}
