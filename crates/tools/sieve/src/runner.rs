@@ -26,7 +26,9 @@
 //! 5. the end state (every object of the captured kinds in the namespace, once the
 //!    garbage collector has removed what deleted owners left, up to the bound), then the
 //!    clean-up: the workload's objects deleted while the controller still runs (so it
-//!    can remove its finalizers), the controller stopped, the namespace deleted.
+//!    can remove its finalizers), the controller stopped, the owned objects deleted and
+//!    waited for (a Service holds its node port until it is gone), the namespace
+//!    deleted.
 
 mod cluster;
 mod process;
@@ -347,6 +349,15 @@ pub async fn run(
         }
     }
     controller.stop(Duration::from_secs(5)).await;
+    // The owned objects too, and waited for, before the next run starts: the namespace
+    // goes asynchronously, and a Service still holding the workload's node port made
+    // the next run's create fail (422 "provided port is already allocated": a MyWeb
+    // plan failed in CI for it).
+    for resource in resources.iter().skip(full.len()) {
+        env.cluster
+            .delete_all(resource, &namespace, timing.step_bound)
+            .await?;
+    }
     env.cluster.delete_namespace(&namespace).await;
     let mut file = std::fs::File::create(dir.join("trace.jsonl"))
         .map_err(|e| RunError::io("creating trace.jsonl", e))?;
