@@ -189,6 +189,33 @@ pub fn check_trace(trace: &Trace) -> Vec<Violation> {
     violations
 }
 
+/// The Deployments of `end_state` still rolling out (kubectl's `rollout status`: the
+/// deployment controller has not observed the spec, or not every replica is updated,
+/// available and the only one): `Kind name`. The deployment controller's and the
+/// kubelet's (kwok's) work, not the controller's; under load it can pause for longer
+/// than a quiet period, so the runner waits for it before it takes the end state.
+pub fn rolling_out(end_state: &[Json]) -> Vec<String> {
+    let number = |object: &Json, pointer: &str| object.pointer(pointer).and_then(Json::as_i64);
+    end_state
+        .iter()
+        .filter(|o| o.pointer("/kind").and_then(Json::as_str) == Some("Deployment"))
+        .filter(|d| {
+            let want = number(d, "/spec/replicas").unwrap_or(1);
+            let observed = number(d, "/status/observedGeneration").unwrap_or(0)
+                >= number(d, "/metadata/generation").unwrap_or(0);
+            let count = |field: &str| number(d, &format!("/status/{field}")).unwrap_or(0);
+            !(observed
+                && count("updatedReplicas") == want
+                && count("replicas") == want
+                && count("availableReplicas") == want)
+        })
+        .map(|d| {
+            let name = d.pointer("/metadata/name").and_then(Json::as_str);
+            format!("Deployment {}", name.unwrap_or_default())
+        })
+        .collect()
+}
+
 /// The objects of `end_state` left for an owner that is gone. Only owner references to
 /// `captured_kinds` are checked: the end state holds every object of those kinds.
 pub fn check_end_state(end_state: &[Json], captured_kinds: &[&str]) -> Vec<Violation> {

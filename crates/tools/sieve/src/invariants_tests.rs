@@ -303,3 +303,31 @@ fn a_write_sent_before_the_owners_deletion_arrived_is_not_for_a_deleted_owner() 
         [Violation::WriteForDeletedOwner { deleted_at: 2, .. }]
     ));
 }
+
+#[test]
+fn a_deployment_is_rolling_out_until_every_replica_is_updated_available_and_the_only_one() {
+    let deployment = |generation: i64, status: serde_json::Value| {
+        serde_json::json!({
+            "kind": "Deployment",
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": 1},
+            "status": status,
+        })
+    };
+    let done = serde_json::json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1});
+    assert!(rolling_out(&[deployment(2, done.clone())]).is_empty());
+    // The old ReplicaSet's Pod still there (the MyWeb plan taken mid-rollout in CI).
+    let old_pod = serde_json::json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1});
+    assert_eq!(rolling_out(&[deployment(2, old_pod)]), ["Deployment web"]);
+    // The new spec not observed yet.
+    assert_eq!(rolling_out(&[deployment(3, done)]), ["Deployment web"]);
+    // No status at all yet; other kinds are never waited for.
+    assert_eq!(
+        rolling_out(&[deployment(1, serde_json::json!({}))]),
+        ["Deployment web"]
+    );
+    assert!(
+        rolling_out(&[serde_json::json!({"kind": "Service", "metadata": {"name": "web"}})])
+            .is_empty()
+    );
+}

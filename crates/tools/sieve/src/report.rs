@@ -1,8 +1,8 @@
 //! The verdict on one plan's run against the learning run, and the report of many.
 //!
 //! A plan **passes** when its perturbation happened, its end state equals the
-//! reference after normalization ([`diff`](crate::diff)), every step was quiescent
-//! within the bound, no invariant broke ([`invariants`](crate::invariants)), and the
+//! reference after normalization ([`diff`]), every step was quiescent
+//! within the bound, no invariant broke ([`invariants`]), and the
 //! controller neither panicked nor exited on its own. A plan whose point never came
 //! (the controller took another path this time: fewer writes, no such event) is **not
 //! reached**: neither a pass nor a failure, and listed as such.

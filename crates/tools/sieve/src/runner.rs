@@ -32,6 +32,7 @@
 
 mod cluster;
 mod process;
+mod watcher;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,9 +45,10 @@ use serde_json::Value as Json;
 
 pub use cluster::Cluster;
 use process::Controller;
+use watcher::{NOT_CRASHED, Watcher};
 
 use crate::invariants;
-use crate::plan::{self, Perturbation, Plan};
+use crate::plan::{Perturbation, Plan};
 use crate::proxy::{Recorder, SieveProxy};
 use crate::target::{Captured, Placeholders, Target};
 use crate::trace::{Event, Trace};
@@ -307,8 +309,10 @@ pub async fn run(
 
     // The end state, once the garbage collector has removed what the deleted owners
     // left (its work, not the controller's; it also needs a while to discover a new
-    // CRD's resource): an owned object still waiting for it after the bound is what the
-    // invariants then report.
+    // CRD's resource) and every Deployment has rolled out (the deployment controller's
+    // and kwok's work, which under load can pause for longer than a quiet period: a
+    // MyWeb plan's status was taken mid-rollout in CI): an owned object still waiting
+    // for the collector after the bound is what the invariants then report.
     let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
     let started = Instant::now();
     let mut collected = false;
@@ -317,14 +321,17 @@ pub async fn run(
         for resource in &resources {
             state.extend(env.cluster.list(resource, &namespace).await?);
         }
-        let orphans = !invariants::check_end_state(&state, &full_kinds).is_empty();
-        if !orphans && collected {
-            // The collector's deletions reached the controller: quiet again first.
-            watch.quiescent("garbage collection").await;
+        // Orphans the garbage collector has yet to remove, Deployments still rolling
+        // out: the cluster's work, which the controller then reacts to.
+        let waiting = !invariants::check_end_state(&state, &full_kinds).is_empty()
+            || !invariants::rolling_out(&state).is_empty();
+        if !waiting && collected {
+            // What the cluster did reached the controller: quiet again first.
+            watch.quiescent("garbage collection and rollouts").await;
             collected = false;
             continue;
         }
-        if !orphans || started.elapsed() >= timing.step_bound {
+        if !waiting || started.elapsed() >= timing.step_bound {
             break state;
         }
         collected = true;
@@ -355,7 +362,7 @@ pub async fn run(
     // plan failed in CI for it).
     for resource in resources.iter().skip(full.len()) {
         env.cluster
-            .delete_all(resource, &namespace, timing.step_bound)
+            .delete_owned(resource, &namespace, timing.step_bound)
             .await?;
     }
     env.cluster.delete_namespace(&namespace).await;
@@ -377,146 +384,6 @@ pub async fn run(
         logs: controller.logs().to_vec(),
         not_cleaned_up,
     })
-}
-
-/// Waits for quiescence, restarting the controller after the plan's crash.
-struct Watcher<'a> {
-    proxy: &'a SieveProxy,
-    controller: &'a mut Controller,
-    /// The replica the crash hook killed ([`NOT_CRASHED`]: none).
-    crashed: &'a AtomicUsize,
-    /// Each replica's command line.
-    commands: &'a [Vec<String>],
-    env: &'a [(String, String)],
-    dir: &'a Path,
-    timing: Timing,
-    exits: Vec<String>,
-    liveness: Vec<String>,
-}
-
-/// [`Watcher::crashed`] when no crash point killed a replica.
-const NOT_CRASHED: usize = usize::MAX;
-
-/// A withheld event that nothing supersedes is released after this many quiet periods
-/// even when the run never goes quiet ([`Recorder::release_withheld`]).
-const WITHHELD_BOUND: u32 = 5;
-
-/// How often the runner looks.
-const TICK: Duration = Duration::from_millis(100);
-/// Restarts after exits the run did not cause, before it stops restarting.
-const MAX_UNEXPECTED_EXITS: usize = 3;
-
-impl Watcher<'_> {
-    /// Starts every replica.
-    fn start_all(&mut self) -> Result<(), RunError> {
-        for (replica, command) in self.commands.iter().enumerate() {
-            self.controller
-                .start(replica, command, self.env, self.dir)?;
-        }
-        Ok(())
-    }
-
-    /// Waits until neither the trace nor the controller's requests have moved for the
-    /// quiet period (and the controller has sent at least one request), or the bound.
-    async fn quiescent(&mut self, what: &str) {
-        let start = Instant::now();
-        let mut last = (usize::MAX, u64::MAX);
-        let mut since = Instant::now();
-        loop {
-            if let Some((replica, status)) = self.controller.exited() {
-                if self
-                    .crashed
-                    .compare_exchange(replica, NOT_CRASHED, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    // The plan's crash point: start the successor at once.
-                    tracing::info!(
-                        what,
-                        replica,
-                        "sieve: restarting the controller after the crash point"
-                    );
-                } else {
-                    let who = if self.controller.replicas() > 1 {
-                        format!("replica {replica} of the controller")
-                    } else {
-                        "the controller".to_owned()
-                    };
-                    self.exits.push(format!("{what}: {who} exited: {status}"));
-                    if self.exits.len() > MAX_UNEXPECTED_EXITS {
-                        self.controller.kill_all().await;
-                        return;
-                    }
-                }
-                self.controller.kill(replica).await;
-                let command = &self.commands[replica];
-                if let Err(e) = self.controller.start(replica, command, self.env, self.dir) {
-                    self.exits
-                        .push(format!("{what}: restarting the controller: {e}"));
-                    return;
-                }
-            }
-            let recorder = self.proxy.interceptor();
-            if recorder
-                .withheld_for()
-                .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
-                && recorder.release_withheld()
-            {
-                // Busy for good on the state before it (found on the Go
-                // sample-controller: a deleted Foo it still saw, its Deployment created
-                // again each time the garbage collector removed it).
-                tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
-                self.proxy.cut_all();
-            }
-            let now = (recorder.len(), recorder.requests());
-            if now != last {
-                last = now;
-                since = Instant::now();
-            } else if now.1 > 0 && since.elapsed() >= self.timing.quiet {
-                if self.proxy.interceptor().release_withheld() {
-                    // The withheld event's object never changed again: let the
-                    // controller relist, and wait for quiet once more.
-                    tracing::info!(what, "sieve: releasing the withheld event (a relist)");
-                    self.proxy.cut_all();
-                    since = Instant::now();
-                    continue;
-                }
-                return;
-            }
-            if start.elapsed() >= self.timing.step_bound {
-                self.liveness.push(format!(
-                    "{what}: not quiescent within {:?} (the controller kept writing or requesting)",
-                    self.timing.step_bound
-                ));
-                return;
-            }
-            tokio::time::sleep(TICK).await;
-        }
-    }
-
-    /// The stale-state perturbation after step `at_step`: a restart whose lists are
-    /// served at the resourceVersion of the end of step `at_step - 1`.
-    async fn restart_stale(&mut self, at_step: usize) -> Result<(), RunError> {
-        let recorder = self.proxy.interceptor();
-        let rv = plan::versions_at_step_ends(&recorder.trace())
-            .into_iter()
-            .find(|(step, _)| *step == at_step - 1)
-            .and_then(|(_, rv)| rv);
-        let Some(rv) = rv else {
-            // Nothing seen by then: nothing to serve stale (the plan is not reached).
-            return Ok(());
-        };
-        self.controller.kill_all().await;
-        recorder.begin_stale(rv);
-        self.start_all()?;
-        let start = Instant::now();
-        while !recorder.reached() && start.elapsed() < self.timing.step_bound {
-            tokio::time::sleep(TICK).await;
-        }
-        self.quiescent(&format!("step {at_step} (stale restart)"))
-            .await;
-        recorder.end_stale();
-        Ok(())
-    }
 }
 
 /// `perturbation` with the learning run's namespace in its key replaced by this run's.

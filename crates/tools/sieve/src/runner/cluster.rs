@@ -176,10 +176,40 @@ impl Cluster {
         namespace: &str,
         bound: Duration,
     ) -> Result<Vec<String>, RunError> {
+        self.delete_matching(resource, namespace, bound, |_| true)
+            .await
+    }
+
+    /// [`delete_all`](Self::delete_all) for the objects that have an owner (what a
+    /// controller made), leaving what the cluster keeps in every namespace (the
+    /// `kube-root-ca.crt` ConfigMap, made again at once).
+    pub async fn delete_owned(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        bound: Duration,
+    ) -> Result<Vec<String>, RunError> {
+        self.delete_matching(resource, namespace, bound, |o| {
+            o.metadata
+                .owner_references
+                .as_ref()
+                .is_some_and(|r| !r.is_empty())
+        })
+        .await
+    }
+
+    async fn delete_matching(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        bound: Duration,
+        wanted: impl Fn(&DynamicObject) -> bool,
+    ) -> Result<Vec<String>, RunError> {
         let api = self.api(resource, namespace);
         let names = |list: kube::core::ObjectList<DynamicObject>| -> Vec<String> {
             list.items
                 .into_iter()
+                .filter(|o| wanted(o))
                 .filter_map(|o| o.metadata.name)
                 .collect()
         };

@@ -1,0 +1,151 @@
+//! Waiting for quiescence while the controller runs: the crash point's restart, exits
+//! the run did not cause, the withheld event's release, and the stale restart.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::process::Controller;
+use super::{RunError, Timing};
+use crate::plan;
+use crate::proxy::SieveProxy;
+
+/// Waits for quiescence, restarting the controller after the plan's crash.
+pub(super) struct Watcher<'a> {
+    pub(super) proxy: &'a SieveProxy,
+    pub(super) controller: &'a mut Controller,
+    /// The replica the crash hook killed ([`NOT_CRASHED`]: none).
+    pub(super) crashed: &'a AtomicUsize,
+    /// Each replica's command line.
+    pub(super) commands: &'a [Vec<String>],
+    pub(super) env: &'a [(String, String)],
+    pub(super) dir: &'a Path,
+    pub(super) timing: Timing,
+    pub(super) exits: Vec<String>,
+    pub(super) liveness: Vec<String>,
+}
+
+/// [`Watcher::crashed`] when no crash point killed a replica.
+pub(super) const NOT_CRASHED: usize = usize::MAX;
+
+/// A withheld event that nothing supersedes is released after this many quiet periods
+/// even when the run never goes quiet ([`Recorder::release_withheld`]).
+const WITHHELD_BOUND: u32 = 5;
+
+/// How often the runner looks.
+const TICK: Duration = Duration::from_millis(100);
+/// Restarts after exits the run did not cause, before it stops restarting.
+const MAX_UNEXPECTED_EXITS: usize = 3;
+
+impl Watcher<'_> {
+    /// Starts every replica.
+    pub(super) fn start_all(&mut self) -> Result<(), RunError> {
+        for (replica, command) in self.commands.iter().enumerate() {
+            self.controller
+                .start(replica, command, self.env, self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until neither the trace nor the controller's requests have moved for the
+    /// quiet period (and the controller has sent at least one request), or the bound.
+    pub(super) async fn quiescent(&mut self, what: &str) {
+        let start = Instant::now();
+        let mut last = (usize::MAX, u64::MAX);
+        let mut since = Instant::now();
+        loop {
+            if let Some((replica, status)) = self.controller.exited() {
+                if self
+                    .crashed
+                    .compare_exchange(replica, NOT_CRASHED, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    // The plan's crash point: start the successor at once.
+                    tracing::info!(
+                        what,
+                        replica,
+                        "sieve: restarting the controller after the crash point"
+                    );
+                } else {
+                    let who = if self.controller.replicas() > 1 {
+                        format!("replica {replica} of the controller")
+                    } else {
+                        "the controller".to_owned()
+                    };
+                    self.exits.push(format!("{what}: {who} exited: {status}"));
+                    if self.exits.len() > MAX_UNEXPECTED_EXITS {
+                        self.controller.kill_all().await;
+                        return;
+                    }
+                }
+                self.controller.kill(replica).await;
+                let command = &self.commands[replica];
+                if let Err(e) = self.controller.start(replica, command, self.env, self.dir) {
+                    self.exits
+                        .push(format!("{what}: restarting the controller: {e}"));
+                    return;
+                }
+            }
+            let recorder = self.proxy.interceptor();
+            if recorder
+                .withheld_for()
+                .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
+                && recorder.release_withheld()
+            {
+                // Busy for good on the state before it (found on the Go
+                // sample-controller: a deleted Foo it still saw, its Deployment created
+                // again each time the garbage collector removed it).
+                tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
+                self.proxy.cut_all();
+            }
+            let now = (recorder.len(), recorder.requests());
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if now.1 > 0 && since.elapsed() >= self.timing.quiet {
+                if self.proxy.interceptor().release_withheld() {
+                    // The withheld event's object never changed again: let the
+                    // controller relist, and wait for quiet once more.
+                    tracing::info!(what, "sieve: releasing the withheld event (a relist)");
+                    self.proxy.cut_all();
+                    since = Instant::now();
+                    continue;
+                }
+                return;
+            }
+            if start.elapsed() >= self.timing.step_bound {
+                self.liveness.push(format!(
+                    "{what}: not quiescent within {:?} (the controller kept writing or requesting)",
+                    self.timing.step_bound
+                ));
+                return;
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    }
+
+    /// The stale-state perturbation after step `at_step`: a restart whose lists are
+    /// served at the resourceVersion of the end of step `at_step - 1`.
+    pub(super) async fn restart_stale(&mut self, at_step: usize) -> Result<(), RunError> {
+        let recorder = self.proxy.interceptor();
+        let rv = plan::versions_at_step_ends(&recorder.trace())
+            .into_iter()
+            .find(|(step, _)| *step == at_step - 1)
+            .and_then(|(_, rv)| rv);
+        let Some(rv) = rv else {
+            // Nothing seen by then: nothing to serve stale (the plan is not reached).
+            return Ok(());
+        };
+        self.controller.kill_all().await;
+        recorder.begin_stale(rv);
+        self.start_all()?;
+        let start = Instant::now();
+        while !recorder.reached() && start.elapsed() < self.timing.step_bound {
+            tokio::time::sleep(TICK).await;
+        }
+        self.quiescent(&format!("step {at_step} (stale restart)"))
+            .await;
+        recorder.end_stale();
+        Ok(())
+    }
+}
