@@ -295,9 +295,20 @@ pub async fn run(
         });
         let resource = resource_of(&step.target.kind)
             .ok_or_else(|| RunError::Setup(format!("no resource for {}", step.target.kind)))?;
-        env.cluster
-            .apply(step, resource, &namespace, timing.step_bound)
-            .await?;
+        // The controller may hit its crash point while the operation waits (a recreate
+        // waits for the old object's finalizers): restart it meanwhile.
+        let apply = env
+            .cluster
+            .apply(step, resource, &namespace, timing.step_bound);
+        tokio::pin!(apply);
+        loop {
+            tokio::select! {
+                applied = &mut apply => break applied?,
+                () = tokio::time::sleep(watcher::TICK) => {
+                    watch.restart_exited(&format!("step {}", step.number)).await;
+                }
+            }
+        }
         watch.quiescent(&format!("step {}", step.number)).await;
         recorder.push(Event::StepEnd { step: step.number });
         if let Some(Perturbation::StaleState { at_step, .. }) = &perturbation

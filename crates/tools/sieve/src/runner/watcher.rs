@@ -33,7 +33,7 @@ pub(super) const NOT_CRASHED: usize = usize::MAX;
 const WITHHELD_BOUND: u32 = 5;
 
 /// How often the runner looks.
-const TICK: Duration = Duration::from_millis(100);
+pub(super) const TICK: Duration = Duration::from_millis(100);
 /// Restarts after exits the run did not cause, before it stops restarting.
 const MAX_UNEXPECTED_EXITS: usize = 3;
 
@@ -47,6 +47,47 @@ impl Watcher<'_> {
         Ok(())
     }
 
+    /// Restarts a replica that exited: at once after the plan's crash point, else
+    /// counted as an exit the run did not cause. `false`: stop waiting (too many such
+    /// exits, or the restart failed). Also called while a step's operation waits (a
+    /// recreate waits for the old object's finalizers, which only a restarted
+    /// controller removes).
+    pub(super) async fn restart_exited(&mut self, what: &str) -> bool {
+        if let Some((replica, status)) = self.controller.exited() {
+            if self
+                .crashed
+                .compare_exchange(replica, NOT_CRASHED, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // The plan's crash point: start the successor at once.
+                tracing::info!(
+                    what,
+                    replica,
+                    "sieve: restarting the controller after the crash point"
+                );
+            } else {
+                let who = if self.controller.replicas() > 1 {
+                    format!("replica {replica} of the controller")
+                } else {
+                    "the controller".to_owned()
+                };
+                self.exits.push(format!("{what}: {who} exited: {status}"));
+                if self.exits.len() > MAX_UNEXPECTED_EXITS {
+                    self.controller.kill_all().await;
+                    return false;
+                }
+            }
+            self.controller.kill(replica).await;
+            let command = &self.commands[replica];
+            if let Err(e) = self.controller.start(replica, command, self.env, self.dir) {
+                self.exits
+                    .push(format!("{what}: restarting the controller: {e}"));
+                return false;
+            }
+        }
+        true
+    }
+
     /// Waits until neither the trace nor the controller's requests have moved for the
     /// quiet period (and the controller has sent at least one request), or the bound.
     pub(super) async fn quiescent(&mut self, what: &str) {
@@ -54,37 +95,8 @@ impl Watcher<'_> {
         let mut last = (usize::MAX, u64::MAX);
         let mut since = Instant::now();
         loop {
-            if let Some((replica, status)) = self.controller.exited() {
-                if self
-                    .crashed
-                    .compare_exchange(replica, NOT_CRASHED, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    // The plan's crash point: start the successor at once.
-                    tracing::info!(
-                        what,
-                        replica,
-                        "sieve: restarting the controller after the crash point"
-                    );
-                } else {
-                    let who = if self.controller.replicas() > 1 {
-                        format!("replica {replica} of the controller")
-                    } else {
-                        "the controller".to_owned()
-                    };
-                    self.exits.push(format!("{what}: {who} exited: {status}"));
-                    if self.exits.len() > MAX_UNEXPECTED_EXITS {
-                        self.controller.kill_all().await;
-                        return;
-                    }
-                }
-                self.controller.kill(replica).await;
-                let command = &self.commands[replica];
-                if let Err(e) = self.controller.start(replica, command, self.env, self.dir) {
-                    self.exits
-                        .push(format!("{what}: restarting the controller: {e}"));
-                    return;
-                }
+            if !self.restart_exited(what).await {
+                return;
             }
             let recorder = self.proxy.interceptor();
             if recorder
