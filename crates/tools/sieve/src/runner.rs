@@ -295,8 +295,9 @@ pub async fn run(
         });
         let resource = resource_of(&step.target.kind)
             .ok_or_else(|| RunError::Setup(format!("no resource for {}", step.target.kind)))?;
-        // The controller may hit its crash point while the operation waits (a recreate
-        // waits for the old object's finalizers): restart it meanwhile.
+        // The controller may hit its crash point, or miss the event it needs, while the
+        // operation waits (a recreate waits for the old object's finalizers): restart
+        // it, or release the withheld event, meanwhile.
         let apply = env
             .cluster
             .apply(step, resource, &namespace, timing.step_bound);
@@ -305,7 +306,9 @@ pub async fn run(
             tokio::select! {
                 applied = &mut apply => break applied?,
                 () = tokio::time::sleep(watcher::TICK) => {
-                    watch.restart_exited(&format!("step {}", step.number)).await;
+                    let what = format!("step {}", step.number);
+                    watch.restart_exited(&what).await;
+                    watch.release_long_withheld(&what);
                 }
             }
         }

@@ -88,6 +88,24 @@ impl Watcher<'_> {
         true
     }
 
+    /// Releases a withheld event nothing superseded for [`WITHHELD_BOUND`] quiet periods,
+    /// quiet or not: a controller busy for good on the state before it (found on the Go
+    /// sample-controller: a deleted Foo it still saw, its Deployment created again each
+    /// time the garbage collector removed it), or a step's operation waiting on it (a
+    /// recreate waiting for the finalizer of a VM whose deletion the controller never
+    /// saw).
+    pub(super) fn release_long_withheld(&self, what: &str) {
+        let recorder = self.proxy.interceptor();
+        if recorder
+            .withheld_for()
+            .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
+            && recorder.release_withheld()
+        {
+            tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
+            self.proxy.cut_all();
+        }
+    }
+
     /// Waits until neither the trace nor the controller's requests have moved for the
     /// quiet period (and the controller has sent at least one request), or the bound.
     pub(super) async fn quiescent(&mut self, what: &str) {
@@ -98,18 +116,8 @@ impl Watcher<'_> {
             if !self.restart_exited(what).await {
                 return;
             }
+            self.release_long_withheld(what);
             let recorder = self.proxy.interceptor();
-            if recorder
-                .withheld_for()
-                .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
-                && recorder.release_withheld()
-            {
-                // Busy for good on the state before it (found on the Go
-                // sample-controller: a deleted Foo it still saw, its Deployment created
-                // again each time the garbage collector removed it).
-                tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
-                self.proxy.cut_all();
-            }
             let now = (recorder.len(), recorder.requests());
             if now != last {
                 last = now;
