@@ -329,27 +329,30 @@ pub async fn run(
     // for the collector after the bound is what the invariants then report.
     let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
     let started = Instant::now();
-    let mut collected = false;
+    // The trace's length when the run was last quiet: anything recorded since (a
+    // rollout's last status change after a pause longer than the quiet period, and the
+    // controller's answer to it) means quiet again first, then a fresh list.
+    let mut quiet_at = proxy.interceptor().len();
     let end_state = loop {
         let mut state = Vec::new();
         for resource in &resources {
             state.extend(env.cluster.list(resource, &namespace).await?);
         }
+        let out_of_time = started.elapsed() >= timing.step_bound;
         // Orphans the garbage collector has yet to remove, Deployments still rolling
         // out: the cluster's work, which the controller then reacts to.
         let waiting = !invariants::check_end_state(&state, &full_kinds).is_empty()
             || !invariants::rolling_out(&state).is_empty();
-        if !waiting && collected {
-            // What the cluster did reached the controller: quiet again first.
-            watch.quiescent("garbage collection and rollouts").await;
-            collected = false;
+        if waiting && !out_of_time {
+            tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         }
-        if !waiting || started.elapsed() >= timing.step_bound {
-            break state;
+        if proxy.interceptor().len() != quiet_at && !out_of_time {
+            watch.quiescent("garbage collection and rollouts").await;
+            quiet_at = proxy.interceptor().len();
+            continue;
         }
-        collected = true;
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        break state;
     };
     let trace = proxy.interceptor().trace();
     let reached = perturbation.is_none() || proxy.interceptor().reached();
