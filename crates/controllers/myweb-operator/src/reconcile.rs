@@ -15,7 +15,9 @@
 //!      and an error so the request is retried with backoff;
 //!    - missing from the cache: **create** it (POST). If someone else's object of that
 //!      name appeared since the cache last looked, the API server answers 409
-//!      AlreadyExists and we retry; an apply would have adopted it;
+//!      AlreadyExists and we retry; an apply would have adopted it. A MyWeb that was
+//!      reconciled before and has lost an object is first read from the API server
+//!      (one GET): if it is gone, nothing is created (see "A deleted owner" below);
 //!    - ours: **server-side apply** the desired configuration ([`objects`])
 //!      as field manager [`FIELD_MANAGER`], with `force`. The ConfigMap goes first
 //!      and is the fence against a stale cache (below): when the cache is behind
@@ -49,6 +51,23 @@
 //! replaced by someone else's since, the UID no longer matches and the API server
 //! refuses the change (UIDs are immutable) instead of us adopting it.
 //!
+//! # A deleted owner: read it live before recreating what it lost
+//!
+//! Each informer applies its own watch stream, so an event of an owned object can
+//! overtake its owner's. When a MyWeb is deleted, the garbage collector deletes its
+//! ConfigMap, Deployment and Service; their `DELETED` events queue the MyWeb, and the
+//! MyWeb informer may not have applied the MyWeb's own `DELETED` yet. The cache then
+//! holds a MyWeb that no longer exists, missing its objects, and a create would make
+//! one for an owner that is gone (the garbage collector deletes it again; Sieve counts
+//! it as a write on behalf of a deleted owner, docs/reliability.md). So before a
+//! create, a MyWeb that has a status (it was reconciled before: its objects existed)
+//! is read from the API server, once per reconcile: not found, or another UID (deleted
+//! and recreated under the same name), and the reconcile ends with `Ok` and writes
+//! nothing; the newer MyWeb's own events queue it again. Creates are rare (three per
+//! MyWeb, and one per object someone deletes), so the GET costs nothing in the steady
+//! state; a first reconcile, which has no status, skips it. The Foo controller does
+//! the same (crates/controllers/foo-controller/src/sync.rs, `is_live`).
+//!
 //! # Stale caches: the ConfigMap is the fence
 //!
 //! An apply is the desired state of the MyWeb *the cache holds*. After a restart onto
@@ -75,6 +94,7 @@
 //! date queue the MyWeb again too.
 
 use std::fmt::Debug;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::time::Duration;
 
 use apis::operator::v1::MyWeb;
@@ -189,8 +209,17 @@ impl MyWebReconciler {
         // 2. The three objects.
         let outcome = match self.apply_objects(&web).await {
             // The fence held: the cache is behind what we last wrote. Nothing written.
-            Ok(None) => return Ok(Action::requeue_after(STALE_CACHE_RETRY)),
-            Ok(Some(deployment)) => Ok(deployment),
+            Ok(Break(Stop::CacheBehind)) => return Ok(Action::requeue_after(STALE_CACHE_RETRY)),
+            Ok(Break(Stop::OwnerGone)) => {
+                // Its DELETED event is on its way to the cache; the garbage collector
+                // removes what is left (see "A deleted owner" in the module docs).
+                info!(
+                    namespace,
+                    name, "MyWeb lost an object and is deleted or replaced: not recreating it"
+                );
+                return Ok(Action::Done);
+            }
+            Ok(Continue(deployment)) => Ok(deployment),
             Err(Error::Api(err)) if err.is_namespace_terminating() => {
                 // Expected while the namespace is deleted: it takes the MyWeb with it. No
                 // Warning Event, no Ready=False, no error, no retry (controller::expected).
@@ -224,41 +253,66 @@ impl MyWebReconciler {
 
     /// Step 2: the ConfigMap first (the pods mount it, and it is the fence), then the
     /// Deployment, then the Service. Returns the Deployment as the API server has it
-    /// now, or `None` when the fence held and nothing was written.
-    async fn apply_objects(&self, web: &MyWeb) -> Result<Option<Deployment>> {
-        let Some(_) = self
-            .ensure(web, &self.config_maps, objects::config_map(web)?)
+    /// now, or why the writes stopped early.
+    async fn apply_objects(&self, web: &MyWeb) -> Result<ControlFlow<Stop, Deployment>> {
+        // Whether the MyWeb was found on the API server: asked at most once.
+        let mut live = None;
+        let config_map = objects::config_map(web)?;
+        if let Break(stop) = self
+            .ensure(web, &mut live, &self.config_maps, config_map)
             .await?
-        else {
-            return Ok(None);
-        };
-        let Some(deployment) = self
-            .ensure(web, &self.deployments, objects::deployment(web)?)
+        {
+            return Ok(Break(stop));
+        }
+        let deployment = objects::deployment(web)?;
+        let deployment = match self
+            .ensure(web, &mut live, &self.deployments, deployment)
             .await?
-        else {
-            return Ok(None);
+        {
+            Continue(deployment) => deployment,
+            Break(stop) => return Ok(Break(stop)),
         };
-        let Some(_) = self
-            .ensure(web, &self.services, objects::service(web)?)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(deployment))
+        let service = objects::service(web)?;
+        if let Break(stop) = self.ensure(web, &mut live, &self.services, service).await? {
+            return Ok(Break(stop));
+        }
+        Ok(Continue(deployment))
+    }
+
+    /// Whether `web` (from the cache) still exists on the API server: same name, same
+    /// UID. `live` remembers the answer for the rest of the reconcile.
+    async fn is_live(&self, web: &MyWeb, live: &mut Option<bool>) -> Result<bool> {
+        if let Some(known) = *live {
+            return Ok(known);
+        }
+        let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
+        let name = web.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<MyWeb> = Api::namespaced(self.client.clone(), namespace);
+        let found = api
+            .get_opt(name)
+            .await
+            .map_err(|e| Error::Api(ApiError::new("get MyWeb", namespace, name, e)))?;
+        let known = found.is_some_and(|found| found.metadata.uid == web.metadata.uid);
+        *live = Some(known);
+        Ok(known)
     }
 
     /// Creates `desired` if the cache has no object of its name, applies it if the
     /// cached one is controlled by `web`, and refuses otherwise. Reads only the cached
     /// object's metadata (owner references, UID, and for the fence its annotation and
     /// resourceVersion), so the cache may hold the kind whole or its metadata alone
-    /// ([`Owned::Cached`]). `None`: the kind is the fence ([`Owned::FENCE`]) and the
-    /// cache is behind what the operator last wrote; nothing was written.
+    /// ([`Owned::Cached`]). Returns the object as the API server answered, or
+    /// [`Break`] with nothing written: when the kind is the fence ([`Owned::FENCE`]) and
+    /// the cache is behind what the operator last wrote ([`Stop::CacheBehind`]), or
+    /// when a create would be for a MyWeb that is gone ([`Stop::OwnerGone`]; `live`,
+    /// see [`Self::is_live`]).
     async fn ensure<K: Owned>(
         &self,
         web: &MyWeb,
+        live: &mut Option<bool>,
         cache: &Lister<K::Cached>,
         mut desired: K,
-    ) -> Result<Option<K>> {
+    ) -> Result<ControlFlow<Stop, K>> {
         let namespace = desired.meta().namespace.clone().unwrap_or_default();
         let name = desired.meta().name.clone().unwrap_or_default();
         // Through the typed client: protobuf on the wire, as client-go's clientset.
@@ -285,7 +339,7 @@ impl MyWebReconciler {
                             cached,
                             "the cached MyWeb is older than the one last applied; waiting for the cache"
                         );
-                        return Ok(None);
+                        return Ok(Break(Stop::CacheBehind));
                     }
                     desired.meta_mut().resource_version = current.meta().resource_version.clone();
                 }
@@ -294,12 +348,15 @@ impl MyWebReconciler {
                     Err(kube::Error::Api(status)) if K::FENCE && status.code == 409 => {
                         info!(kind = K::KIND, namespace, name, message = %status.message,
                             "the cached object is older than the server's; waiting for the cache");
-                        return Ok(None);
+                        return Ok(Break(Stop::CacheBehind));
                     }
                     answer => answer.map_err(|e| failed(K::APPLY, e)),
                 }
             }
             Err(err) if err.is_not_found() => {
+                if web.status.is_some() && !self.is_live(web, live).await? {
+                    return Ok(Break(Stop::OwnerGone));
+                }
                 info!(kind = K::KIND, namespace, name, "creating");
                 let params = PostParams {
                     field_manager: Some(FIELD_MANAGER.to_string()),
@@ -312,7 +369,7 @@ impl MyWebReconciler {
             Err(err) => Err(Error::Cache(err)),
         }?;
         self.wrote::<K::Cached, _>(web, &written);
-        Ok(Some(written))
+        Ok(Continue(written))
     }
 
     /// Step 3: patches the status subresource when it differs from what the cache has,
@@ -349,6 +406,17 @@ impl MyWebReconciler {
         }
         Ok(())
     }
+}
+
+/// Why [`MyWebReconciler::ensure`] wrote nothing, and the reconcile writes no more.
+#[derive(Debug)]
+enum Stop {
+    /// The fence found the cache behind (see "Stale caches" in the
+    /// [module docs](self)).
+    CacheBehind,
+    /// The object was missing and the MyWeb is gone from the API server (see "A
+    /// deleted owner" in the [module docs](self)).
+    OwnerGone,
 }
 
 /// A kind the operator owns, with the words its errors use.

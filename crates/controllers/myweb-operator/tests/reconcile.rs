@@ -437,3 +437,105 @@ async fn a_create_refused_with_409_is_still_an_error() {
         "{err}"
     );
 }
+
+/// A MyWeb that was reconciled before (it has a status), as the cache holds it after it
+/// lost its three objects.
+fn reconciled_web(name: &str) -> MyWeb {
+    let mut site = web(name);
+    let readiness = Readiness::not_ready("Progressing", "rolling out");
+    site.status = next_status(&site, &readiness, k8s_openapi::jiff::Timestamp::now());
+    assert!(site.status.is_some());
+    site
+}
+
+/// Sieve's deleted-owner finding (docs/reliability.md): the MyWeb was deleted, the
+/// garbage collector deleted its objects, and their events queued the MyWeb before its
+/// own DELETED reached the cache. Recreating would make objects for an owner that is
+/// gone. One GET of the MyWeb (404 here: FakeApi's answer to a get nobody scripted),
+/// and nothing is created; no Event, no status, no error.
+#[tokio::test]
+async fn a_web_gone_from_the_server_gets_nothing_recreated() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, reconciled_web("site"));
+
+    let action = f.reconcile("site").await.unwrap();
+
+    assert_eq!(action, Action::Done);
+    assert_eq!(f.api.action_names(), ["get mywebs"]);
+    assert!(f.events.events().is_empty(), "{:?}", f.events.events());
+}
+
+/// The same when a MyWeb of that name exists but is another one (deleted and created
+/// again): its own events queue it; the old one's objects are not made.
+#[tokio::test]
+async fn a_web_replaced_on_the_server_gets_nothing_recreated() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, reconciled_web("site"));
+    let mut replaced = web("site");
+    replaced.metadata.uid = Some("uid-another".into());
+    f.api
+        .respond_next("get", "mywebs", serde_json::to_value(&replaced).unwrap());
+
+    assert_eq!(f.reconcile("site").await.unwrap(), Action::Done);
+    assert_eq!(f.api.action_names(), ["get mywebs"]);
+}
+
+/// A MyWeb that still exists gets what it lost recreated, with one GET however many
+/// objects are missing; one that has an object left is applied without a GET.
+#[tokio::test]
+async fn a_live_web_gets_its_lost_objects_back_after_one_get() {
+    let f = Fixture::new();
+    let site = reconciled_web("site");
+    Fixture::add(&f.webs, site.clone());
+    f.api
+        .respond_next("get", "mywebs", serde_json::to_value(&site).unwrap());
+
+    f.reconcile("site").await.unwrap();
+
+    assert_eq!(
+        &f.api.action_names()[..4],
+        [
+            "get mywebs",
+            "create configmaps",
+            "create deployments",
+            "create services",
+        ]
+    );
+
+    // Only the ConfigMap cached: it is applied, the other two created after one GET.
+    let f = Fixture::new();
+    Fixture::add(&f.webs, site.clone());
+    f.add_config_map(objects::config_map(&site).unwrap());
+    f.api
+        .respond_next("get", "mywebs", serde_json::to_value(&site).unwrap());
+    f.reconcile("site").await.unwrap();
+    assert_eq!(
+        &f.api.action_names()[..4],
+        [
+            "patch configmaps",
+            "get mywebs",
+            "create deployments",
+            "create services"
+        ]
+    );
+}
+
+/// A failed GET is an error to retry (with backoff), never a create on a guess.
+#[tokio::test]
+async fn a_failed_owner_get_is_an_error_and_creates_nothing() {
+    let f = Fixture::new();
+    Fixture::add(&f.webs, reconciled_web("site"));
+    f.api.fail_next("get", "mywebs", 503, "ServiceUnavailable");
+
+    let err = f.reconcile("site").await.unwrap_err();
+
+    assert!(
+        matches!(&err, Error::Api(e) if e.status_code() == Some(503)),
+        "{err}"
+    );
+    assert!(
+        !f.api.action_names().iter().any(|a| a.starts_with("create")),
+        "{:?}",
+        f.api.action_names()
+    );
+}
