@@ -6,6 +6,8 @@
 #   bash hack/bench/converge.sh                          # N=500 and N=5000, 3 rounds: ~40 min
 #   SIZES=200 ROUNDS=1 bash hack/bench/converge.sh       # smoke test, ~5 min
 #   GO_CONTROLLER_BIN=/path/sample-controller bash hack/bench/converge.sh   # a prebuilt Go side
+#   GO_CONTROLLER_SRC=/path/to/sample-controller-checkout bash hack/bench/converge.sh
+#                                                  # the Go side built from a source tree
 #   BENCH_KUBECONFIG=/path/kubeconfig bash hack/bench/converge.sh           # reuse a control plane
 #
 # What one run measures. N Foos exist (namespace $NAMESPACE, foo-00000..., each with
@@ -63,7 +65,10 @@
 # which the script checks in each Go run's log. The upstream tree is never modified.
 # When the module proxy does not serve that module the script stops and says so.
 # GO_CONTROLLER_BIN skips the download and build: it must be a sample-controller built
-# with the same two additions (the log check tells if it is not).
+# with the same two additions (the log check tells if it is not). GO_CONTROLLER_SRC
+# skips the download only: a checkout of kubernetes/sample-controller (the fetch tool's
+# github:kubernetes/sample-controller, as hack/sieve.sh's GO_SAMPLE_CONTROLLER_SRC), whose
+# go.mod pins the k8s.io modules to use; it is copied, patched the same way and built.
 #
 # Control plane: hack/control-plane.sh up (or BENCH_KUBECONFIG). Unless
 # KEEP_CONTROLLERS=1, the script then stops the kube-controller-manager,
@@ -214,6 +219,11 @@ if [[ " $IMPLS " == *" go "* ]]; then
     [ -x "$GO_CONTROLLER_BIN" ] || die "GO_CONTROLLER_BIN=$GO_CONTROLLER_BIN is not executable"
     GO_BIN="$GO_CONTROLLER_BIN"
     echo "go side:  $GO_BIN (prebuilt, GO_CONTROLLER_BIN)" | tee -a "$OUT/machine.txt"
+  elif [ -n "${GO_CONTROLLER_SRC:-}" ]; then
+    [ -f "$GO_CONTROLLER_SRC/main.go" ] || die "GO_CONTROLLER_SRC=$GO_CONTROLLER_SRC has no main.go"
+    GO_BIN="$OUT/bin/sample-controller-go"
+    patch_and_build_go "$GO_CONTROLLER_SRC" "$GO_BIN"
+    echo "go side:  $GO_CONTROLLER_SRC ($(cd "$GO_CONTROLLER_SRC" && git rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout'); k8s.io/client-go $(cd "$GO_CONTROLLER_SRC" && go list -m -f '{{.Version}}' k8s.io/client-go 2>/dev/null || echo '?')) + bench_throttle.go" | tee -a "$OUT/machine.txt"
   else
     GO_BIN="$OUT/bin/sample-controller-go"
     build_go_controller "$GO_BIN"
