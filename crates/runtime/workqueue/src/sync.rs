@@ -20,6 +20,21 @@ pub(crate) use std::{
     thread::yield_now,
 };
 
+/// Sleeps a few microseconds (the kernel's timer slack, 50 us by default, makes it
+/// longer): how a spin-lock waiter lets its CPU go once spinning and yielding have
+/// not got it the lock (`spin_lock`, "When it spins").
+#[cfg(not(loom))]
+pub(crate) fn sleep_briefly() {
+    std::thread::sleep(std::time::Duration::from_micros(5));
+}
+
+/// Under loom, a yield to the model's scheduler: loom has no clock, and a sleep is
+/// one more way of waiting that changes no ordering.
+#[cfg(loom)]
+pub(crate) fn sleep_briefly() {
+    loom::thread::yield_now();
+}
+
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
