@@ -49,7 +49,29 @@ if [ -n "$upward" ]; then
   fail=1
 fi
 
+# The standalone benchmark projects (hack/bench/*/Cargo.toml, not workspace members, so no
+# build of CI's reaches them) name the workspace's crates by their package names: a rename
+# (cache -> kcr-cache) once broke both without a test noticing.
+stale=$(python3 - hack/bench/*/Cargo.toml <<'PY'
+import pathlib, sys, tomllib
+for manifest in map(pathlib.Path, sys.argv[1:]):
+    deps = tomllib.loads(manifest.read_text()).get("dependencies", {})
+    for key, dep in deps.items():
+        if isinstance(dep, dict) and "path" in dep:
+            target = (manifest.parent / dep["path"] / "Cargo.toml").resolve()
+            want = dep.get("package", key)
+            have = tomllib.loads(target.read_text())["package"]["name"] if target.exists() else None
+            if have != want:
+                print(f"{manifest}: {key} = {want!r} at {dep['path']}, whose package is {have!r}")
+PY
+)
+if [ -n "$stale" ]; then
+  echo "verify-layout: benchmark projects naming a crate by a name it no longer has:" >&2
+  sed 's/^/  /' <<<"$stale" >&2
+  fail=1
+fi
+
 if [ "$fail" = 0 ]; then
-  echo "verify-layout: README.md and docs/architecture.md name every crate; no dependency points up a tier."
+  echo "verify-layout: README.md and docs/architecture.md name every crate; no dependency points up a tier; the benchmark projects name the crates as they are."
 fi
 exit "$fail"
