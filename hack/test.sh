@@ -115,7 +115,7 @@ bg_start loom env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$loom_target" bash -c
 
 # --- Foreground ---------------------------------------------------------------------
 phase "cargo fmt --check" cargo fmt --all -- --check
-phase "hack/verify-layout.sh (README and docs/architecture.md name every crate; no dependency up a tier)" \
+phase "hack/verify-layout.sh (README and docs/architecture.md name every crate; no dependency up a tier; hack/bench projects name crates by package)" \
   bash hack/verify-layout.sh
 phase "hack/verify-translations.sh (docs/zh-TW: every chapter translated, same headings, code blocks byte for byte, links resolve; and its --self-test)" \
   bash -c 'bash hack/verify-translations.sh --self-test >/dev/null && bash hack/verify-translations.sh'
