@@ -165,6 +165,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             loop_options: options,
             // As the sample-controller binary runs it.
             trim_deployment_cache: true,
+            // One replica: no shard group.
+            shard: None,
         },
     );
     factory.start(&cancel);
