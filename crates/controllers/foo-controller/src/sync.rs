@@ -118,14 +118,14 @@ impl FooSyncer {
         }
     }
 
-    /// Whether `foo` (from the cache) still exists on the API server: same name, same
-    /// uid. One GET, only when a Foo that was synced before has lost its Deployment.
+    /// Whether `foo` (from the cache) still exists on the API server
+    /// ([`controller::owner_still_exists`]). One GET, only when a Foo that was synced
+    /// before has lost its Deployment.
     async fn is_live(&self, foo: &Foo, namespace: &str, name: &str) -> Result<bool> {
         let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
-        match foos.get_opt(name).await {
-            Ok(live) => Ok(live.is_some_and(|live| live.metadata.uid == foo.metadata.uid)),
-            Err(source) => Err(ApiError::new("get Foo", namespace, name, source).into()),
-        }
+        controller::owner_still_exists(&foos, foo)
+            .await
+            .map_err(|source| ApiError::new("get Foo", namespace, name, source).into())
     }
 
     /// Converges the Foo named by `key` (`namespace/name`). See the [module docs](self).

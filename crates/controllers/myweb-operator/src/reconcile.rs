@@ -279,8 +279,9 @@ impl MyWebReconciler {
         Ok(Continue(deployment))
     }
 
-    /// Whether `web` (from the cache) still exists on the API server: same name, same
-    /// UID. `live` remembers the answer for the rest of the reconcile.
+    /// Whether `web` (from the cache) still exists on the API server
+    /// ([`controller::owner_still_exists`]). `live` remembers the answer for the rest of
+    /// the reconcile.
     async fn is_live(&self, web: &MyWeb, live: &mut Option<bool>) -> Result<bool> {
         if let Some(known) = *live {
             return Ok(known);
@@ -288,11 +289,9 @@ impl MyWebReconciler {
         let namespace = web.metadata.namespace.as_deref().unwrap_or_default();
         let name = web.metadata.name.as_deref().unwrap_or_default();
         let api: Api<MyWeb> = Api::namespaced(self.client.clone(), namespace);
-        let found = api
-            .get_opt(name)
+        let known = controller::owner_still_exists(&api, web)
             .await
             .map_err(|e| Error::Api(ApiError::new("get MyWeb", namespace, name, e)))?;
-        let known = found.is_some_and(|found| found.metadata.uid == web.metadata.uid);
         *live = Some(known);
         Ok(known)
     }

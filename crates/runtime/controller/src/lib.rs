@@ -124,6 +124,9 @@ pub use freshness::{DEFAULT_FRESHNESS_TIMEOUT, Freshness, FreshnessOutcome};
 pub use gate::{Admission, Pass, SyncGate};
 pub use informer_synced::{InformerSynced, registration_synced, wait_for_cache_sync};
 pub use loop_options::{Backoff, LoopOptions, SHARD_GROUP_MAX_RETRY_DELAY};
-pub use owner::{controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref};
+pub use owner::{
+    controller_owner_key, get_controller_of, is_controlled_by, new_controller_ref,
+    owner_still_exists,
+};
 pub use steps::{record_write, record_write_version};
 pub use sync_handler::{Action, SyncHandler};

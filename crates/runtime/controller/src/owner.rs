@@ -45,6 +45,27 @@ pub fn is_controlled_by<K: Resource, O: Resource>(obj: &K, owner: &O) -> bool {
     }
 }
 
+/// Whether `owner`, as a cache holds it, still exists on the API server: one GET by
+/// name through `api`, and the same UID (an owner deleted and created again under the
+/// name is another owner). `Ok(false)` when it is gone.
+///
+/// For a controller about to *create* an object for an owner its cache still holds:
+/// each informer applies its own watch stream, so the deletion events of an owner's
+/// objects (the garbage collector's work after the owner was deleted) can queue the
+/// owner before the owner's own `DELETED` reached its cache. A create then would make
+/// an object for an owner that is gone (Sieve's deleted-owner finding,
+/// docs/reliability.md). client-go has no such call; the Foo controller and the MyWeb
+/// operator make it only before recreating what an owner they reconciled before lost,
+/// so the steady state never pays for it.
+pub async fn owner_still_exists<K>(api: &kube::Api<K>, owner: &K) -> kube::Result<bool>
+where
+    K: Resource + Clone + std::fmt::Debug + k8s_openapi::serde::de::DeserializeOwned,
+{
+    let name = owner.meta().name.as_deref().unwrap_or_default();
+    let found = api.get_opt(name).await?;
+    Ok(found.is_some_and(|found| found.meta().uid == owner.meta().uid))
+}
+
 /// A controller owner reference to `owner` (`controller: true`,
 /// `blockOwnerDeletion: true`): apimachinery's `metav1.NewControllerRef`, with the
 /// API version and kind taken from the type.
@@ -212,5 +233,29 @@ mod tests {
             group_of("samplecontroller.k8s.io/v1alpha1"),
             "samplecontroller.k8s.io"
         );
+    }
+
+    /// Gone (404), deleted and created again (another UID), still there: one GET each.
+    #[tokio::test]
+    async fn an_owner_still_exists_only_with_its_name_and_uid() {
+        use crate::testing::FakeApi;
+        let cached = deployment("ns", "web", "u1");
+        let api = FakeApi::new();
+        let deployments: kube::Api<Deployment> = kube::Api::namespaced(api.client(), "ns");
+
+        // FakeApi answers a get nobody scripted with 404.
+        assert!(!owner_still_exists(&deployments, &cached).await.unwrap());
+        let replaced = deployment("ns", "web", "u2");
+        api.respond_next(
+            "get",
+            "deployments",
+            serde_json::to_value(&replaced).unwrap(),
+        );
+        assert!(!owner_still_exists(&deployments, &cached).await.unwrap());
+        api.respond_next("get", "deployments", serde_json::to_value(&cached).unwrap());
+        assert!(owner_still_exists(&deployments, &cached).await.unwrap());
+        api.fail_next("get", "deployments", 503, "ServiceUnavailable");
+        assert!(owner_still_exists(&deployments, &cached).await.is_err());
+        assert_eq!(api.action_names(), ["get deployments"; 4]);
     }
 }
