@@ -180,8 +180,13 @@ impl FooSyncer {
                 }
                 info!(key, deployment = deployment_name, "creating Deployment");
                 changed = true;
-                match deployments.create(&post, &new_deployment(&foo)?).await {
-                    Ok(created) => {
+                // Only the metadata the server assigned is read back: the rest of the
+                // stored Deployment is what was sent (plus defaults the sync does not
+                // read), so the server does not encode it nor this process decode it.
+                let mut created = new_deployment(&foo)?;
+                match deployments.create_metadata(&post, &created).await {
+                    Ok(metadata) => {
+                        created.metadata = metadata;
                         self.wrote(key, &created);
                         Arc::new(created)
                     }
@@ -275,9 +280,13 @@ impl FooSyncer {
             updated.status = Some(FooStatus {
                 available_replicas: available,
             });
-            let foos: Api<Foo> = Api::namespaced(self.client.clone(), namespace);
-            let written = match foos.replace_status(name, &post, &updated).await {
-                Ok(written) => written,
+            // As the create: only the server's metadata is read back.
+            let foos = gentype::Client::<Foo>::new(Api::namespaced(self.client.clone(), namespace));
+            let written = match foos.replace_status_metadata(name, &post, &updated).await {
+                Ok(metadata) => Foo {
+                    metadata,
+                    ..updated
+                },
                 Err(source) => {
                     let err = ApiError::new("update Foo status", namespace, name, source);
                     if err.is_not_found() {

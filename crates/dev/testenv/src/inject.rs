@@ -397,6 +397,8 @@ pub struct LoggedResponse {
     pub status: StatusCode,
     /// The request body's `Content-Type` (a write's wire), if it had one.
     pub request_content_type: Option<String>,
+    /// The request's `Accept` (what the client asked to be answered in), if any.
+    pub accept: Option<String>,
     /// The response's `Content-Type` (the wire the server answered in), if any.
     pub content_type: Option<String>,
 }
@@ -509,9 +511,10 @@ where
         let method = request.method().clone();
         let path = request.uri().path().to_string();
         let content_type = content_type(request.headers());
+        let accept = header(request.headers(), http::header::ACCEPT);
         ResponseLogFuture {
             inner: Box::pin(self.inner.call(request)),
-            request: Some((method, path, content_type)),
+            request: Some((method, path, content_type, accept)),
             log: self.log.clone(),
         }
     }
@@ -520,13 +523,17 @@ where
 /// The response future of [`ResponseLogService`].
 pub struct ResponseLogFuture<F> {
     inner: Pin<Box<F>>,
-    request: Option<(Method, String, Option<String>)>,
+    request: Option<(Method, String, Option<String>, Option<String>)>,
     log: ResponseLog,
 }
 
 fn content_type(headers: &http::HeaderMap) -> Option<String> {
+    header(headers, http::header::CONTENT_TYPE)
+}
+
+fn header(headers: &http::HeaderMap, name: http::header::HeaderName) -> Option<String> {
     headers
-        .get(http::header::CONTENT_TYPE)
+        .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }
@@ -547,7 +554,7 @@ where
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let result = ready!(self.inner.as_mut().poll(cx));
-        if let (Ok(response), Some((method, path, request_content_type))) =
+        if let (Ok(response), Some((method, path, request_content_type, accept))) =
             (&result, self.request.take())
         {
             self.log.lock().push(LoggedResponse {
@@ -555,6 +562,7 @@ where
                 path,
                 status: response.status(),
                 request_content_type,
+                accept,
                 content_type: content_type(response.headers()),
             });
         }

@@ -30,7 +30,9 @@ use kube::core::Request;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Wire, response};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::{Wire, metadata, response};
 
 /// A typed client for `K` that speaks `wire` (see the module docs).
 ///
@@ -155,6 +157,42 @@ where
         self.send(request, "patch").await
     }
 
+    /// POST `object` and read back only the created object's metadata, without its
+    /// managedFields ([`metadata`](crate::metadata): the server answers a
+    /// `PartialObjectMetadata`). For a caller that needs only what the server assigned
+    /// (name, uid, resourceVersion, ...) from the answer: less for the server to
+    /// encode, for the connection to carry and for this process to decode.
+    pub async fn create_metadata(
+        &self,
+        params: &PostParams,
+        object: &K,
+    ) -> Result<ObjectMeta, kube::Error> {
+        let (body, content_type) = self.body(object)?;
+        let mut request = self
+            .request()
+            .create(params, body)
+            .map_err(kube::Error::BuildRequest)?;
+        set_content_type(&mut request, content_type);
+        self.send_metadata(request, "create").await
+    }
+
+    /// PUT `object`'s status subresource as `name` (kube's `Api::replace_status`) and
+    /// read back only the metadata, as [`create_metadata`](Self::create_metadata).
+    pub async fn replace_status_metadata(
+        &self,
+        name: &str,
+        params: &PostParams,
+        object: &K,
+    ) -> Result<ObjectMeta, kube::Error> {
+        let (body, content_type) = self.body(object)?;
+        let mut request = self
+            .request()
+            .replace_subresource("status", name, params, body)
+            .map_err(kube::Error::BuildRequest)?;
+        set_content_type(&mut request, content_type);
+        self.send_metadata(request, "replace_status").await
+    }
+
     /// A create or replace body: protobuf when the wire and `K` allow, else JSON.
     fn body(&self, object: &K) -> Result<(Vec<u8>, Option<&'static str>), kube::Error> {
         match self.wire.encoder::<K>() {
@@ -190,6 +228,36 @@ where
             Some(decode) => decode_envelope(&bytes, decode),
             None => serde_json::from_slice(&bytes).map_err(kube::Error::SerdeError),
         }
+    }
+}
+
+impl<K> Client<K>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Serialize + Debug + 'static,
+{
+    /// Sends `request` asking for a metadata-only answer ([`metadata::accept`]; in
+    /// protobuf only for a type this client would ask protobuf for) and reads its
+    /// metadata by the answer's `Content-Type`.
+    async fn send_metadata(
+        &self,
+        mut request: http::Request<Vec<u8>>,
+        verb: &'static str,
+    ) -> Result<ObjectMeta, kube::Error> {
+        request.extensions_mut().insert(verb);
+        let wire = match self.wire.decoder::<K>() {
+            Some(_) => Wire::Protobuf,
+            None => Wire::Json,
+        };
+        request.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(metadata::accept(wire)),
+        );
+        let client = self.api.clone().into_client();
+        let response = client.send(request.map(kube::client::Body::from)).await?;
+        let answered = Wire::of_response(response.headers());
+        let body = response::check_status(response).await?;
+        let bytes = body.collect().await?.to_bytes();
+        metadata::read(&bytes, answered)
     }
 }
 

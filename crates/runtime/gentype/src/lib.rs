@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod metadata;
 pub mod response;
 pub mod wire;
 

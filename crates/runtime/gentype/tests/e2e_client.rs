@@ -217,3 +217,132 @@ async fn built_in_types_go_over_protobuf_and_read_back_as_json_gives_the_same() 
     assert!(is(&last(&log).content_type, "application/json"));
     Ok(())
 }
+
+/// Whether `exchange` asked for a metadata-only answer on `wire` and got one in
+/// `media` (the server names the conversion in the body's kind, not in its
+/// `Content-Type`: [`server_converts`] checks that part).
+fn asked_partial(exchange: &LoggedResponse, wire: gentype::Wire, media: &str) -> bool {
+    exchange.accept.as_deref() == Some(gentype::metadata::accept(wire))
+        && is(&exchange.content_type, media)
+}
+
+/// What the server answers a create asked for with `accept`: its `kind` (from the
+/// protobuf envelope or the JSON).
+async fn kind_answered(client: &kube::Client, ns: &str, accept: &str) -> anyhow::Result<String> {
+    let body = serde_json::to_vec(&config_map("probe"))?;
+    let request = http::Request::post(format!("/api/v1/namespaces/{ns}/configmaps"))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, accept)
+        .body(body)?;
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await?
+        .to_bytes();
+    let kind = match protowire::envelope::decode(&bytes) {
+        Ok(unknown) => unknown.type_meta.kind.to_string(),
+        Err(_) => serde_json::from_slice::<serde_json::Value>(&bytes)?["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .delete("probe", &Default::default())
+        .await?;
+    Ok(kind)
+}
+
+#[tokio::test]
+async fn writes_that_read_back_only_metadata_get_the_servers_metadata() -> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("gentype-meta").await?;
+    let ns = env.namespace();
+    let log = ResponseLog::new();
+    let client = kube::client::ClientBuilder::try_from(env.config().clone())?
+        .with_layer(&log)
+        .build();
+    let json = env.client().clone();
+    let post = PostParams::default();
+
+    // A create on the protobuf wire: the body is protobuf, the answer the server's
+    // PartialObjectMetadata in protobuf, its metadata the stored object's.
+    let deployments = gentype::Client::new(Api::<Deployment>::namespaced(client.clone(), ns))
+        .with_wire(gentype::Wire::Protobuf);
+    let meta = deployments
+        .create_metadata(&post, &deployment("web"))
+        .await?;
+    let exchange = last(&log);
+    assert!(is(&exchange.request_content_type, PROTOBUF), "{exchange:?}");
+    assert!(
+        asked_partial(&exchange, gentype::Wire::Protobuf, PROTOBUF),
+        "{exchange:?}"
+    );
+    let stored: Deployment = Api::namespaced(json.clone(), ns).get("web").await?;
+    assert_eq!(meta.uid, stored.metadata.uid);
+    assert_eq!(meta.resource_version, stored.metadata.resource_version);
+    assert_eq!(meta.labels, meta_labels("web"));
+    assert!(
+        stored.metadata.managed_fields.is_some() && meta.managed_fields.is_none(),
+        "managedFields are left out of the answer read"
+    );
+    assert_eq!(
+        stored.spec.replicas,
+        Some(2),
+        "the whole object was written"
+    );
+
+    // The status subresource, read back as metadata: the write went through.
+    let mut with_status = stored.clone();
+    with_status.status = Some(k8s_openapi::api::apps::v1::DeploymentStatus {
+        observed_generation: Some(1),
+        ..Default::default()
+    });
+    let meta = deployments
+        .replace_status_metadata("web", &post, &with_status)
+        .await?;
+    assert!(asked_partial(
+        &last(&log),
+        gentype::Wire::Protobuf,
+        PROTOBUF
+    ));
+    let stored: Deployment = Api::namespaced(json.clone(), ns).get("web").await?;
+    assert_eq!(meta.resource_version, stored.metadata.resource_version);
+    assert_eq!(
+        stored.status.and_then(|s| s.observed_generation),
+        Some(1),
+        "the status was written"
+    );
+
+    // An error is still the server's Status: a 409 on a second create.
+    let err = deployments
+        .create_metadata(&post, &deployment("web"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists"),
+        "{err:?}"
+    );
+
+    // The JSON wire asks for the same conversion in JSON.
+    let cms = gentype::Client::new(Api::<ConfigMap>::namespaced(client.clone(), ns))
+        .with_wire(gentype::Wire::Json);
+    let meta = cms.create_metadata(&post, &config_map("page")).await?;
+    assert!(asked_partial(
+        &last(&log),
+        gentype::Wire::Json,
+        "application/json"
+    ));
+    let stored: ConfigMap = Api::namespaced(json.clone(), ns).get("page").await?;
+    assert_eq!(meta.uid, stored.metadata.uid);
+    assert!(meta.managed_fields.is_none());
+    assert_eq!(stored.data, config_map("page").data);
+
+    // And the server does convert what those headers ask for, on both wires.
+    for wire in [gentype::Wire::Protobuf, gentype::Wire::Json] {
+        let kind = kind_answered(&client, ns, gentype::metadata::accept(wire)).await?;
+        assert_eq!(kind, "PartialObjectMetadata", "{wire:?}");
+    }
+    Ok(())
+}
+
+fn meta_labels(name: &str) -> Option<BTreeMap<String, String>> {
+    meta(name).labels
+}
