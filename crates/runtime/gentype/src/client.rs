@@ -158,7 +158,7 @@ where
     }
 
     /// POST `object` and read back only the created object's metadata, without its
-    /// managedFields ([`metadata`](crate::metadata): the server answers a
+    /// managedFields (the [`metadata`] module: the server answers a
     /// `PartialObjectMetadata`). For a caller that needs only what the server assigned
     /// (name, uid, resourceVersion, ...) from the answer: less for the server to
     /// encode, for the connection to carry and for this process to decode.
