@@ -27,6 +27,7 @@ use http_body_util::BodyExt;
 use kube::Api;
 use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::core::Request;
+use kube::core::request::Error as RequestError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -118,12 +119,7 @@ where
 
     /// POST `object` (client-go's `Create`).
     pub async fn create(&self, params: &PostParams, object: &K) -> Result<K, kube::Error> {
-        let (body, content_type) = self.body(object)?;
-        let mut request = self
-            .request()
-            .create(params, body)
-            .map_err(kube::Error::BuildRequest)?;
-        set_content_type(&mut request, content_type);
+        let request = self.write(object, |r, body| r.create(params, body))?;
         self.send(request, "create").await
     }
 
@@ -134,12 +130,7 @@ where
         params: &PostParams,
         object: &K,
     ) -> Result<K, kube::Error> {
-        let (body, content_type) = self.body(object)?;
-        let mut request = self
-            .request()
-            .replace(name, params, body)
-            .map_err(kube::Error::BuildRequest)?;
-        set_content_type(&mut request, content_type);
+        let request = self.write(object, |r, body| r.replace(name, params, body))?;
         self.send(request, "replace").await
     }
 
@@ -167,12 +158,7 @@ where
         params: &PostParams,
         object: &K,
     ) -> Result<ObjectMeta, kube::Error> {
-        let (body, content_type) = self.body(object)?;
-        let mut request = self
-            .request()
-            .create(params, body)
-            .map_err(kube::Error::BuildRequest)?;
-        set_content_type(&mut request, content_type);
+        let request = self.write(object, |r, body| r.create(params, body))?;
         self.send_metadata(request, "create").await
     }
 
@@ -184,80 +170,84 @@ where
         params: &PostParams,
         object: &K,
     ) -> Result<ObjectMeta, kube::Error> {
-        let (body, content_type) = self.body(object)?;
-        let mut request = self
-            .request()
-            .replace_subresource("status", name, params, body)
-            .map_err(kube::Error::BuildRequest)?;
-        set_content_type(&mut request, content_type);
+        let request = self.write(object, |r, body| {
+            r.replace_subresource("status", name, params, body)
+        })?;
         self.send_metadata(request, "replace_status").await
     }
 
-    /// A create or replace body: protobuf when the wire and `K` allow, else JSON.
-    fn body(&self, object: &K) -> Result<(Vec<u8>, Option<&'static str>), kube::Error> {
-        match self.wire.encoder::<K>() {
-            Some(encode) => Ok((encode(object), Some(crate::PROTOBUF_CONTENT_TYPE))),
-            None => Ok((
+    /// A create or replace request for `object`, built by `build` from the body:
+    /// protobuf when the wire and `K` allow (with its `Content-Type`), else JSON.
+    fn write(
+        &self,
+        object: &K,
+        build: impl FnOnce(Request, Vec<u8>) -> Result<http::Request<Vec<u8>>, RequestError>,
+    ) -> Result<http::Request<Vec<u8>>, kube::Error> {
+        let (body, content_type) = match self.wire.encoder::<K>() {
+            Some(encode) => (encode(object), Some(crate::PROTOBUF_CONTENT_TYPE)),
+            None => (
                 serde_json::to_vec(object).map_err(kube::Error::SerdeError)?,
                 None,
-            )),
-        }
+            ),
+        };
+        let mut request = build(self.request(), body).map_err(kube::Error::BuildRequest)?;
+        set_content_type(&mut request, content_type);
+        Ok(request)
     }
 
-    /// Sends `request` (named `verb` for kube's request metrics and traces) and reads
-    /// the answer by its `Content-Type`.
+    /// Sends `request` and reads the answer by its `Content-Type`.
     async fn send(
         &self,
-        mut request: http::Request<Vec<u8>>,
+        request: http::Request<Vec<u8>>,
         verb: &'static str,
     ) -> Result<K, kube::Error> {
-        request.extensions_mut().insert(verb);
         let decoder = self.wire.decoder::<K>();
-        if decoder.is_some() {
-            request.headers_mut().insert(
-                http::header::ACCEPT,
-                http::HeaderValue::from_static(protowire::ACCEPT),
-            );
-        }
-        let client = self.api.clone().into_client();
-        let response = client.send(request.map(kube::client::Body::from)).await?;
-        let answered = Wire::of_response(response.headers());
-        let body = response::check_status(response).await?;
-        let bytes = body.collect().await?.to_bytes();
+        let accept = decoder.map(|_| protowire::ACCEPT);
+        let (answered, bytes) = self.exchange(request, verb, accept).await?;
         match decoder.filter(|_| answered == Wire::Protobuf) {
             Some(decode) => decode_envelope(&bytes, decode),
             None => serde_json::from_slice(&bytes).map_err(kube::Error::SerdeError),
         }
     }
-}
 
-impl<K> Client<K>
-where
-    K: kube::Resource + Clone + DeserializeOwned + Serialize + Debug + 'static,
-{
     /// Sends `request` asking for a metadata-only answer ([`metadata::accept`]; in
     /// protobuf only for a type this client would ask protobuf for) and reads its
     /// metadata by the answer's `Content-Type`.
     async fn send_metadata(
         &self,
-        mut request: http::Request<Vec<u8>>,
+        request: http::Request<Vec<u8>>,
         verb: &'static str,
     ) -> Result<ObjectMeta, kube::Error> {
-        request.extensions_mut().insert(verb);
         let wire = match self.wire.decoder::<K>() {
             Some(_) => Wire::Protobuf,
             None => Wire::Json,
         };
-        request.headers_mut().insert(
-            http::header::ACCEPT,
-            http::HeaderValue::from_static(metadata::accept(wire)),
-        );
+        let (answered, bytes) = self
+            .exchange(request, verb, Some(metadata::accept(wire)))
+            .await?;
+        metadata::read(&bytes, answered)
+    }
+
+    /// Sends `request` (named `verb` for kube's request metrics and traces) with
+    /// `accept`, if any: the wire the server answered in and the body of a success (an
+    /// error answer is `kube::Error::Api`, [`response::check_status`]).
+    async fn exchange(
+        &self,
+        mut request: http::Request<Vec<u8>>,
+        verb: &'static str,
+        accept: Option<&'static str>,
+    ) -> Result<(Wire, bytes::Bytes), kube::Error> {
+        request.extensions_mut().insert(verb);
+        if let Some(accept) = accept {
+            request
+                .headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
+        }
         let client = self.api.clone().into_client();
         let response = client.send(request.map(kube::client::Body::from)).await?;
         let answered = Wire::of_response(response.headers());
         let body = response::check_status(response).await?;
-        let bytes = body.collect().await?.to_bytes();
-        metadata::read(&bytes, answered)
+        Ok((answered, body.collect().await?.to_bytes()))
     }
 }
 

@@ -79,6 +79,15 @@ fn deployment(name: &str) -> Deployment {
     }
 }
 
+/// A client on `env`'s control plane whose every exchange `log` records.
+fn logged_client(env: &TestEnv) -> anyhow::Result<(ResponseLog, kube::Client)> {
+    let log = ResponseLog::new();
+    let client = kube::client::ClientBuilder::try_from(env.config().clone())?
+        .with_layer(&log)
+        .build();
+    Ok((log, client))
+}
+
 /// The wires of the last exchange: (request body's content type, answer's).
 fn last(log: &ResponseLog) -> LoggedResponse {
     log.entries().pop().expect("a request was made")
@@ -95,10 +104,7 @@ async fn built_in_types_go_over_protobuf_and_read_back_as_json_gives_the_same() 
 {
     let env = TestEnv::with_prefix("gentype").await?;
     let ns = env.namespace();
-    let log = ResponseLog::new();
-    let client = kube::client::ClientBuilder::try_from(env.config().clone())?
-        .with_layer(&log)
-        .build();
+    let (log, client) = logged_client(&env)?;
     let json = env.client().clone();
     let post = PostParams::default();
 
@@ -255,10 +261,7 @@ async fn kind_answered(client: &kube::Client, ns: &str, accept: &str) -> anyhow:
 async fn writes_that_read_back_only_metadata_get_the_servers_metadata() -> anyhow::Result<()> {
     let env = TestEnv::with_prefix("gentype-meta").await?;
     let ns = env.namespace();
-    let log = ResponseLog::new();
-    let client = kube::client::ClientBuilder::try_from(env.config().clone())?
-        .with_layer(&log)
-        .build();
+    let (log, client) = logged_client(&env)?;
     let json = env.client().clone();
     let post = PostParams::default();
 
