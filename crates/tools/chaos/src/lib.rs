@@ -28,6 +28,7 @@ pub mod net;
 pub mod observe;
 pub mod processes;
 pub mod proxy;
+pub mod recovery;
 pub mod report;
 pub mod soak;
 

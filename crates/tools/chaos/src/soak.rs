@@ -28,6 +28,7 @@ use crate::nemesis::{self, FaultKind, Targets};
 use crate::observe::{self, Monitor};
 use crate::processes::{self, Binary, Fleet, FleetOptions};
 use crate::proxy::Proxy;
+use crate::recovery;
 use crate::report::{self, MonitorSummary, Summary};
 
 /// The soak's options; every one has an environment variable.
@@ -253,38 +254,16 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let fault_phase_s = phase.elapsed().as_secs_f64();
     let fault_phase_end = fleet.elapsed_s();
     tracing::info!("last fault ended; waiting for convergence");
-    // kube-controller-manager's garbage collector can lose track of owners deleted
-    // around API server restarts (its discovery-driven monitor resync; kubernetes issues
-    // 60037, 101740) and then never collects their dependents: the environment broke,
-    // not the controllers. When that is all that is left a minute after the last
-    // fault, it is restarted once (a fresh graph) and the repair is reported.
-    let converging = Instant::now();
-    let first = args.convergence_bound.min(Duration::from_secs(60));
-    let (mut after, mut findings) = converge(&client, &args.namespace, &driver, first).await;
-    let mut repairs = Vec::new();
-    let only_gc = findings.controller.is_empty()
-        && !findings.environment.is_empty()
-        && findings
-            .environment
-            .iter()
-            .all(|e| e.contains("not yet garbage collected"));
-    if after.is_none() && only_gc {
-        let what = format!(
-            "kube-controller-manager restarted: {} objects of deleted Foos and MyWebs not garbage collected {}s after the last fault",
-            findings.environment.len(),
-            first.as_secs()
-        );
-        tracing::warn!("{what}");
-        match control_plane.restart_controller_manager().await {
-            Ok(_) => repairs.push(what),
-            Err(e) => repairs.push(format!("{what}: restart failed: {e}")),
-        }
-    }
-    if after.is_none() {
-        let left = args.convergence_bound.saturating_sub(converging.elapsed());
-        (after, findings) = converge(&client, &args.namespace, &driver, left).await;
-        after = after.map(|_| converging.elapsed());
-    }
+    // Convergence after the last fault; a stuck garbage collector in
+    // kube-controller-manager is repaired once (recovery's module docs say why).
+    let (after, findings, repairs) = recovery::converge_after_faults(
+        &client,
+        &args.namespace,
+        &driver,
+        &control_plane,
+        args.convergence_bound,
+    )
+    .await;
     if after.is_none() {
         dump_state(&client, &args.namespace, &args.out.join("state.json")).await;
     }
