@@ -8,7 +8,8 @@
 //! With slots:
 //!
 //! * the item is hashed once, in `add`, outside the queue's lock; the hash is kept in
-//!   the slot, so the index never rehashes a key when it grows;
+//!   the slot, and 32 bits of it beside the slot's number in the index, so the index
+//!   never rehashes a key (nor reads a slot) when it grows;
 //! * the FIFO and the [`WorkItem`](crate::WorkItem) hold the slot's address, so `get`
 //!   and `done` reach it without hashing or comparing keys; `done` removes the index
 //!   entry through the bucket the slot remembers from its insertion, without a probe
@@ -45,7 +46,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
+use hashbrown::hash_table;
 
 use crate::sync::UnsafeCell;
 
@@ -61,7 +62,10 @@ pub(crate) struct Slot<T, M> {
     hash: Cell<u64>,
     /// Where the index put this slot when it was inserted: `unindex` tries that
     /// bucket first (it is still right unless the index has grown since).
-    bucket: Cell<usize>,
+    bucket: Cell<u32>,
+    /// The slot's number (its place among all slots, chunk after chunk): what the
+    /// index stores for it. Set when the chunk is made, never changed.
+    number: u32,
     /// The owner's state for this item (for the queue: dirty/processing, handouts,
     /// priority), interior-mutable (`Cell`s) so that it can be changed through the
     /// shared references [`Slots::get`] gives. Left as it is when the slot is freed
@@ -116,12 +120,43 @@ impl<T, M> PartialEq for SlotRef<T, M> {
 // models (`owned_work_item_read_on_another_thread`).
 unsafe impl<T: Send, M: Send> Send for SlotRef<T, M> {}
 
+/// An index entry: a slot's number and 32 bits of its item's hash ([`Folded`]).
+///
+/// Why not the slot's address: growing the index rehashes every entry, and with the
+/// hash only in the slot, that read 100k+ slots at random addresses, one cache miss
+/// each (the `add_after` of a new key among 100k waiting ones paid it inside its
+/// timed run). Why not the address and the whole hash: 16-byte entries make the
+/// table twice as large, and a lookup that hits (the re-add of a waiting key) was 28 %
+/// slower for it (docs/benchmarks.md, workqueue History). Eight bytes hold both parts.
+#[derive(Clone, Copy)]
+struct Entry {
+    number: u32,
+    hash: u32,
+}
+
+/// The hash the index is given for an item: 32 bits of the item's hash, repeated in
+/// both halves, so that an [`Entry`] can give it back. hashbrown takes a bucket from
+/// the low bits and a tag from the top seven; with the 32 bits in both halves they
+/// stay independent up to 2^25 buckets.
+#[derive(Clone, Copy)]
+struct Folded(u32);
+
+impl Folded {
+    fn of(hash: u64) -> Self {
+        Self((hash ^ (hash >> 32)) as u32)
+    }
+
+    fn full(self) -> u64 {
+        (u64::from(self.0) << 32) | u64::from(self.0)
+    }
+}
+
 /// Items stored once each, in slots that never move, indexed by hash.
 ///
 /// Lives behind the queue's lock: nothing here is synchronized by itself.
 pub(crate) struct Slots<T, M> {
     /// Slots in use, found by the item's hash and compared by item.
-    index: HashTable<SlotRef<T, M>>,
+    index: HashTable<Entry>,
     /// Each chunk is a leaked `Box<[Slot]>` (address and length), freed in `Drop`.
     chunks: Vec<(NonNull<Slot<T, M>>, usize)>,
     /// Slots of the last chunk not handed out yet.
@@ -177,6 +212,29 @@ unsafe fn deref<'a, T, M>(slot: SlotRef<T, M>) -> &'a Slot<T, M> {
     unsafe { slot.0.as_ref() }
 }
 
+/// The chunk holding slot number `n`, and the slot's offset in it. Chunk `k` holds
+/// `FIRST_CHUNK << k` slots (each chunk doubles the last) and starts at slot
+/// `FIRST_CHUNK * (2^k - 1)`, so `n + FIRST_CHUNK` has its top bit at `k` plus
+/// log2(`FIRST_CHUNK`).
+fn chunk_of(n: u32) -> (usize, usize) {
+    let shifted = n as usize + FIRST_CHUNK;
+    let top = (usize::BITS - 1 - shifted.leading_zeros()) as usize;
+    let k = top - FIRST_CHUNK.trailing_zeros() as usize;
+    (k, shifted - (1 << top))
+}
+
+/// The slot numbered `n`: free function for the same reason as [`deref`].
+fn numbered<T, M>(chunks: &[(NonNull<Slot<T, M>>, usize)], n: u32) -> SlotRef<T, M> {
+    let (k, offset) = chunk_of(n);
+    let (start, len) = chunks[k];
+    // `chunk_of` gives chunk `k` an offset below `FIRST_CHUNK << k`, which is its
+    // length: the chunks double from `FIRST_CHUNK` (`find_or_insert`).
+    debug_assert!(offset < len, "slot number {n} outside its chunk");
+    // SAFETY: `offset < len` (above), inside the chunk's allocation. Run by every test
+    // here (`slot_numbers_map_to_their_chunk_and_offset`) and every lookup of the queue.
+    SlotRef(unsafe { start.add(offset) })
+}
+
 impl<T, M> SlotRef<T, M> {
     /// Under loom: records a read of the slot's item, for the reads through a
     /// [`Slots::key_ptr`] pointer, which loom cannot see (they bypass the cell).
@@ -224,12 +282,21 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
 
     /// The slot holding an item equal to `key`, if it is indexed.
     pub(crate) fn find(&self, hash: u64, key: &T) -> Option<SlotRef<T, M>> {
-        self.index
-            .find(hash, |&s| {
-                let slot = self.get(s);
-                slot.hash.get() == hash && item_eq(slot.key(), key)
-            })
-            .copied()
+        let folded = Folded::of(hash);
+        // The slot the comparison found, kept so that it is not looked up twice.
+        let hit = Cell::new(None);
+        self.index.find(folded.full(), |e| {
+            if e.hash != folded.0 {
+                return false;
+            }
+            let s = numbered(&self.chunks, e.number);
+            let eq = item_eq(self.get(s).key(), key);
+            if eq {
+                hit.set(Some(s));
+            }
+            eq
+        })?;
+        hit.get()
     }
 
     /// Finds the slot holding an item equal to `key`, or stores `key` (cloned only if
@@ -237,20 +304,31 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// whatever the slot's last item left there). One probe of the index either way.
     pub(crate) fn find_or_insert<'k>(&mut self, hash: u64, key: Cow<'k, T>) -> Found<'k, T, M> {
         let probe: &T = &key;
-        // SAFETY (both closures): the index holds only slots of `self.chunks`. The
-        // second runs when the index grows (`stores_once_finds_and_reuses_slots`
-        // stores 100 items).
+        let folded = Folded::of(hash);
+        let chunks = &self.chunks;
+        let hit = Cell::new(None);
+        // SAFETY: the index holds only numbers of slots of `self.chunks`. Run by every
+        // test here (`stores_once_finds_and_reuses_slots` grows the index).
         let entry = self.index.entry(
-            hash,
-            |&s| {
-                let slot = unsafe { deref(s) };
-                slot.hash.get() == hash && item_eq(slot.key(), probe)
+            folded.full(),
+            |e| {
+                if e.hash != folded.0 {
+                    return false;
+                }
+                let s = numbered(chunks, e.number);
+                let eq = item_eq(unsafe { deref(s) }.key(), probe);
+                if eq {
+                    hit.set(Some(s));
+                }
+                eq
             },
-            |&s| unsafe { deref(s) }.hash.get(),
+            |e| Folded(e.hash).full(),
         );
         match entry {
-            Entry::Occupied(found) => Found::Existing(*found.get(), key),
-            Entry::Vacant(vacant) => {
+            hash_table::Entry::Occupied(_) => {
+                Found::Existing(hit.get().expect("the comparison found it"), key)
+            }
+            hash_table::Entry::Vacant(vacant) => {
                 // Clone (user code, which may panic) before anything is changed.
                 let item = key.into_owned();
                 let s = match self.free.pop() {
@@ -258,7 +336,11 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
                     None => {
                         if self.fresh == 0 {
                             let len = self.chunks.last().map_or(FIRST_CHUNK, |c| c.1 * 2);
-                            self.chunks.push((new_chunk(len), len));
+                            // Slot numbers are u32s: the chunk's last one must fit.
+                            u32::try_from(2 * len - FIRST_CHUNK - 1)
+                                .expect("fewer than 2^32 items in one queue");
+                            let first = (len - FIRST_CHUNK) as u32;
+                            self.chunks.push((new_chunk(len, first), len));
                             self.fresh = len;
                         }
                         let (start, len) = *self.chunks.last().expect("a chunk");
@@ -269,10 +351,15 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
                         SlotRef(unsafe { start.add(offset) })
                     }
                 };
-                let bucket = vacant.insert(s).bucket_index();
                 // SAFETY: `s` is a slot of `self.chunks` (tests as above).
                 let slot = unsafe { deref(s) };
-                slot.bucket.set(bucket);
+                let entry = Entry {
+                    number: slot.number,
+                    hash: folded.0,
+                };
+                let bucket = vacant.insert(entry).bucket_index();
+                slot.bucket
+                    .set(u32::try_from(bucket).expect("fewer than 2^32 buckets"));
                 // SAFETY: `s` was free (fresh, or released), so it holds `None` (no
                 // drop needed), no `key_ptr` for it is outstanding, and `&mut self`
                 // excludes `key()` borrows. Fresh and reused slots:
@@ -289,13 +376,18 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// its item until [`release`](Self::release).
     pub(crate) fn unindex(&mut self, slot: SlotRef<T, M>) {
         let stored = self.get(slot);
-        let (hash, bucket) = (stored.hash.get(), stored.bucket.get());
+        let (number, bucket, hash) = (
+            stored.number,
+            stored.bucket.get() as usize,
+            stored.hash.get(),
+        );
         match self.index.get_bucket_entry(bucket) {
-            Ok(entry) if *entry.get() == slot => {
+            Ok(entry) if entry.get().number == number => {
                 entry.remove();
             }
             _ => {
-                if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
+                let hash = Folded::of(hash).full();
+                if let Ok(entry) = self.index.find_entry(hash, |e| e.number == number) {
                     entry.remove();
                 }
             }
@@ -323,12 +415,14 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     }
 }
 
-fn new_chunk<T, M: Default>(len: usize) -> NonNull<Slot<T, M>> {
+/// A chunk of `len` free slots numbered from `first`.
+fn new_chunk<T, M: Default>(len: usize, first: u32) -> NonNull<Slot<T, M>> {
     let slots: Box<[Slot<T, M>]> = (0..len)
-        .map(|_| Slot {
+        .map(|i| Slot {
             key: UnsafeCell::new(None),
             hash: Cell::new(0),
             bucket: Cell::new(0),
+            number: first + i as u32,
             meta: M::default(),
         })
         .collect();
@@ -402,6 +496,34 @@ mod tests {
             others.iter().all(|k| Arc::strong_count(k) == 1),
             "dropped with the slots"
         );
+    }
+
+    #[test]
+    fn slot_numbers_map_to_their_chunk_and_offset() {
+        // Chunks of 16, 32, 64, ... slots: 0..16, 16..48, 48..112, ...
+        assert_eq!(chunk_of(0), (0, 0));
+        assert_eq!(chunk_of(15), (0, 15));
+        assert_eq!(chunk_of(16), (1, 0));
+        assert_eq!(chunk_of(47), (1, 31));
+        assert_eq!(chunk_of(48), (2, 0));
+        assert_eq!(chunk_of(111), (2, 63));
+        assert_eq!(chunk_of(112), (3, 0));
+        let last = u32::MAX - FIRST_CHUNK as u32;
+        assert_eq!(chunk_of(last), (27, (FIRST_CHUNK << 27) - 1));
+        // Every slot of the first chunks, made the way `find_or_insert` makes them.
+        let mut slots: Slots<u32, ()> = Slots::new();
+        for (n, key) in (0..200u32).enumerate() {
+            match slots.find_or_insert(
+                u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                Cow::Owned(key),
+            ) {
+                Found::Inserted(s) => {
+                    assert_eq!(slots.get(s).number as usize, n);
+                    assert!(numbered(&slots.chunks, n as u32) == s);
+                }
+                Found::Existing(..) => panic!("{key} stored twice"),
+            }
+        }
     }
 
     #[test]
