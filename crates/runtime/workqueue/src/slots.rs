@@ -120,22 +120,88 @@ impl<T, M> PartialEq for SlotRef<T, M> {
 // models (`owned_work_item_read_on_another_thread`).
 unsafe impl<T: Send, M: Send> Send for SlotRef<T, M> {}
 
-/// An index entry: a slot's number and 32 bits of its item's hash ([`Folded`]).
+/// How the index refers to a slot: by address ([`SlotRef`], the queue's) or by
+/// number ([`Numbered`], the waiting set's). Both are eight bytes.
 ///
-/// Why not the slot's address: growing the index rehashes every entry, and with the
-/// hash only in the slot, that read 100k+ slots at random addresses, one cache miss
-/// each (the `add_after` of a new key among 100k waiting ones paid it inside its
-/// timed run). Why not the address and the whole hash: 16-byte entries make the
-/// table twice as large, and a lookup that hits (the re-add of a waiting key) was 28 %
-/// slower for it (docs/benchmarks.md, workqueue History). Eight bytes hold both parts.
+/// Why two: growing the index rehashes every entry. With addresses, the hash is read
+/// from each slot, 100k+ reads at random addresses for a large index (the `add_after`
+/// of a new key among 100k waiting ones paid that inside its timed run). A numbered
+/// entry carries 32 bits of the hash and rehashes without reading a slot, but every
+/// lookup turns the number into an address: measurable on the queue's hits in a small
+/// index (+11 % instructions on the dedup-heavy row), where growth is rare. So the
+/// queue keeps addresses and the waiting set, the large index that grows, numbers
+/// (docs/benchmarks.md, workqueue History).
+pub(crate) trait IndexEntry<T, M>: Copy + 'static {
+    /// The hash the index is given for an item hashed to `hash`.
+    fn index_hash(hash: u64) -> u64;
+    /// The entry for `at` (which is `slot`), holding an item hashed to `hash`.
+    fn new(at: SlotRef<T, M>, slot: &Slot<T, M>, hash: u64) -> Self;
+    /// The entry's [`index_hash`](Self::index_hash), when the index grows.
+    fn rehash(&self) -> u64;
+    /// Whether it may refer to an item hashed to `hash` (a check before the slot is read).
+    fn may_be(&self, hash: u64) -> bool;
+    /// The slot it refers to.
+    fn slot(&self, chunks: &[(NonNull<Slot<T, M>>, usize)]) -> SlotRef<T, M>;
+    /// Whether it refers to `slot`.
+    fn is(&self, slot: &Slot<T, M>) -> bool;
+}
+
+impl<T: 'static, M: 'static> IndexEntry<T, M> for SlotRef<T, M> {
+    fn index_hash(hash: u64) -> u64 {
+        hash
+    }
+    fn new(at: SlotRef<T, M>, _: &Slot<T, M>, _: u64) -> Self {
+        at
+    }
+    fn rehash(&self) -> u64 {
+        // SAFETY: the index holds only slots of its `Slots`' live chunks. Run when the
+        // index grows (`stores_once_finds_and_reuses_slots` stores 100 items).
+        unsafe { deref(*self) }.hash.get()
+    }
+    fn may_be(&self, _: u64) -> bool {
+        true
+    }
+    fn slot(&self, _: &[(NonNull<Slot<T, M>>, usize)]) -> SlotRef<T, M> {
+        *self
+    }
+    fn is(&self, slot: &Slot<T, M>) -> bool {
+        std::ptr::eq(self.0.as_ptr(), slot)
+    }
+}
+
+/// A numbered index entry: a slot's number and 32 bits of its item's hash ([`Folded`]).
 #[derive(Clone, Copy)]
-struct Entry {
+pub(crate) struct Numbered {
     number: u32,
     hash: u32,
 }
 
-/// The hash the index is given for an item: 32 bits of the item's hash, repeated in
-/// both halves, so that an [`Entry`] can give it back. hashbrown takes a bucket from
+impl<T: 'static, M: 'static> IndexEntry<T, M> for Numbered {
+    fn index_hash(hash: u64) -> u64 {
+        Folded::of(hash).full()
+    }
+    fn new(_: SlotRef<T, M>, slot: &Slot<T, M>, hash: u64) -> Self {
+        Numbered {
+            number: slot.number,
+            hash: Folded::of(hash).0,
+        }
+    }
+    fn rehash(&self) -> u64 {
+        Folded(self.hash).full()
+    }
+    fn may_be(&self, hash: u64) -> bool {
+        self.hash == Folded::of(hash).0
+    }
+    fn slot(&self, chunks: &[(NonNull<Slot<T, M>>, usize)]) -> SlotRef<T, M> {
+        numbered(chunks, self.number)
+    }
+    fn is(&self, slot: &Slot<T, M>) -> bool {
+        self.number == slot.number
+    }
+}
+
+/// The hash the index is given for an item with [`Numbered`] entries: 32 bits of the
+/// item's hash, repeated in both halves, so that an entry can give it back. hashbrown takes a bucket from
 /// the low bits and a tag from the top seven; with the 32 bits in both halves they
 /// stay independent up to 2^25 buckets.
 #[derive(Clone, Copy)]
@@ -154,9 +220,9 @@ impl Folded {
 /// Items stored once each, in slots that never move, indexed by hash.
 ///
 /// Lives behind the queue's lock: nothing here is synchronized by itself.
-pub(crate) struct Slots<T, M> {
+pub(crate) struct Slots<T, M, E = SlotRef<T, M>> {
     /// Slots in use, found by the item's hash and compared by item.
-    index: HashTable<Entry>,
+    index: HashTable<E>,
     /// Each chunk is a leaked `Box<[Slot]>` (address and length), freed in `Drop`.
     chunks: Vec<(NonNull<Slot<T, M>>, usize)>,
     /// Slots of the last chunk not handed out yet.
@@ -169,7 +235,7 @@ pub(crate) struct Slots<T, M> {
 // pointers are only shared through `SlotRef`s and `key_ptr`, whose holders (the
 // queue's FIFO and `WorkItem`s) are `Send`/`Sync` only when `T` is. Every loom model
 // shares a queue (and so its `Slots`) between threads.
-unsafe impl<T: Send, M: Send> Send for Slots<T, M> {}
+unsafe impl<T: Send, M: Send, E: Send> Send for Slots<T, M, E> {}
 
 /// Item equality with a shortcut for `Arc<str>`, the usual controller key: two
 /// clones of one `Arc` are equal without comparing their bytes (std's pointer
@@ -250,7 +316,7 @@ impl<T, M> SlotRef<T, M> {
     }
 }
 
-impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
+impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T, M, E> {
     pub(crate) fn new() -> Self {
         Self {
             index: HashTable::new(),
@@ -282,21 +348,15 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
 
     /// The slot holding an item equal to `key`, if it is indexed.
     pub(crate) fn find(&self, hash: u64, key: &T) -> Option<SlotRef<T, M>> {
-        let folded = Folded::of(hash);
-        // The slot the comparison found, kept so that it is not looked up twice.
-        let hit = Cell::new(None);
-        self.index.find(folded.full(), |e| {
-            if e.hash != folded.0 {
-                return false;
-            }
-            let s = numbered(&self.chunks, e.number);
-            let eq = item_eq(self.get(s).key(), key);
-            if eq {
-                hit.set(Some(s));
-            }
-            eq
-        })?;
-        hit.get()
+        self.index
+            .find(E::index_hash(hash), |e| {
+                if !e.may_be(hash) {
+                    return false;
+                }
+                let slot = self.get(e.slot(&self.chunks));
+                slot.hash.get() == hash && item_eq(slot.key(), key)
+            })
+            .map(|e| e.slot(&self.chunks))
     }
 
     /// Finds the slot holding an item equal to `key`, or stores `key` (cloned only if
@@ -304,29 +364,23 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// whatever the slot's last item left there). One probe of the index either way.
     pub(crate) fn find_or_insert<'k>(&mut self, hash: u64, key: Cow<'k, T>) -> Found<'k, T, M> {
         let probe: &T = &key;
-        let folded = Folded::of(hash);
         let chunks = &self.chunks;
-        let hit = Cell::new(None);
-        // SAFETY: the index holds only numbers of slots of `self.chunks`. Run by every
-        // test here (`stores_once_finds_and_reuses_slots` grows the index).
+        // SAFETY: the index holds only slots of `self.chunks`. Run by every test here
+        // (`stores_once_finds_and_reuses_slots` grows the index, with either entry).
         let entry = self.index.entry(
-            folded.full(),
+            E::index_hash(hash),
             |e| {
-                if e.hash != folded.0 {
+                if !e.may_be(hash) {
                     return false;
                 }
-                let s = numbered(chunks, e.number);
-                let eq = item_eq(unsafe { deref(s) }.key(), probe);
-                if eq {
-                    hit.set(Some(s));
-                }
-                eq
+                let slot = unsafe { deref(e.slot(chunks)) };
+                slot.hash.get() == hash && item_eq(slot.key(), probe)
             },
-            |e| Folded(e.hash).full(),
+            E::rehash,
         );
         match entry {
-            hash_table::Entry::Occupied(_) => {
-                Found::Existing(hit.get().expect("the comparison found it"), key)
+            hash_table::Entry::Occupied(found) => {
+                Found::Existing(found.get().slot(&self.chunks), key)
             }
             hash_table::Entry::Vacant(vacant) => {
                 // Clone (user code, which may panic) before anything is changed.
@@ -353,11 +407,7 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
                 };
                 // SAFETY: `s` is a slot of `self.chunks` (tests as above).
                 let slot = unsafe { deref(s) };
-                let entry = Entry {
-                    number: slot.number,
-                    hash: folded.0,
-                };
-                let bucket = vacant.insert(entry).bucket_index();
+                let bucket = vacant.insert(E::new(s, slot, hash)).bucket_index();
                 slot.bucket
                     .set(u32::try_from(bucket).expect("fewer than 2^32 buckets"));
                 // SAFETY: `s` was free (fresh, or released), so it holds `None` (no
@@ -375,19 +425,17 @@ impl<T: Clone + Eq + 'static, M: Default> Slots<T, M> {
     /// Removes the slot from the index (it can no longer be found by item); it keeps
     /// its item until [`release`](Self::release).
     pub(crate) fn unindex(&mut self, slot: SlotRef<T, M>) {
-        let stored = self.get(slot);
-        let (number, bucket, hash) = (
-            stored.number,
-            stored.bucket.get() as usize,
-            stored.hash.get(),
-        );
+        // SAFETY: `slot` is one of ours (as in `get`); this reference does not borrow
+        // `self`, so the index can be changed while it is held.
+        let stored = unsafe { deref(slot) };
+        let bucket = stored.bucket.get() as usize;
         match self.index.get_bucket_entry(bucket) {
-            Ok(entry) if entry.get().number == number => {
+            Ok(entry) if entry.get().is(stored) => {
                 entry.remove();
             }
             _ => {
-                let hash = Folded::of(hash).full();
-                if let Ok(entry) = self.index.find_entry(hash, |e| e.number == number) {
+                let hash = E::index_hash(stored.hash.get());
+                if let Ok(entry) = self.index.find_entry(hash, |e| e.is(stored)) {
                     entry.remove();
                 }
             }
@@ -429,7 +477,7 @@ fn new_chunk<T, M: Default>(len: usize, first: u32) -> NonNull<Slot<T, M>> {
     NonNull::new(Box::into_raw(slots).cast::<Slot<T, M>>()).expect("Box pointers are non-null")
 }
 
-impl<T, M> Drop for Slots<T, M> {
+impl<T, M, E> Drop for Slots<T, M, E> {
     fn drop(&mut self) {
         for &(start, len) in &self.chunks {
             let raw = std::ptr::slice_from_raw_parts_mut(start.as_ptr(), len);
@@ -448,17 +496,30 @@ mod tests {
     use super::*;
     use crate::queue::FastState;
 
-    type ArcSlots = Slots<Arc<str>, ()>;
+    type ArcSlots<E> = Slots<Arc<str>, (), E>;
 
-    fn insert<'k>(slots: &mut ArcSlots, h: &FastState, k: &'k Arc<str>) -> Found<'k, Arc<str>, ()> {
+    fn insert<'k, E: IndexEntry<Arc<str>, ()>>(
+        slots: &mut ArcSlots<E>,
+        h: &FastState,
+        k: &'k Arc<str>,
+    ) -> Found<'k, Arc<str>, ()> {
         slots.find_or_insert(h.hash_one(k), Cow::Borrowed(k))
     }
 
     #[test]
     fn stores_once_finds_and_reuses_slots() {
+        stores_once_finds_and_reuses::<SlotRef<Arc<str>, ()>>();
+    }
+
+    #[test]
+    fn stores_once_finds_and_reuses_numbered_slots() {
+        stores_once_finds_and_reuses::<Numbered>();
+    }
+
+    fn stores_once_finds_and_reuses<E: IndexEntry<Arc<str>, ()>>() {
         let h = FastState::default();
         let keys: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("k{i}"))).collect();
-        let mut slots = Slots::new();
+        let mut slots = ArcSlots::<E>::new();
         let stored: Vec<_> = keys
             .iter()
             .map(|k| match insert(&mut slots, &h, k) {
@@ -511,7 +572,7 @@ mod tests {
         let last = u32::MAX - FIRST_CHUNK as u32;
         assert_eq!(chunk_of(last), (27, (FIRST_CHUNK << 27) - 1));
         // Every slot of the first chunks, made the way `find_or_insert` makes them.
-        let mut slots: Slots<u32, ()> = Slots::new();
+        let mut slots: Slots<u32, (), Numbered> = Slots::new();
         for (n, key) in (0..200u32).enumerate() {
             match slots.find_or_insert(
                 u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15),
@@ -520,6 +581,10 @@ mod tests {
                 Found::Inserted(s) => {
                     assert_eq!(slots.get(s).number as usize, n);
                     assert!(numbered(&slots.chunks, n as u32) == s);
+                    assert!(
+                        slots.find(u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15), &key)
+                            == Some(s)
+                    );
                 }
                 Found::Existing(..) => panic!("{key} stored twice"),
             }

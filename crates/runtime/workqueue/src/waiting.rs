@@ -22,7 +22,7 @@ use std::collections::BinaryHeap;
 
 use tokio::time::Instant;
 
-use crate::slots::{Found, SlotRef, Slots};
+use crate::slots::{Found, Numbered, SlotRef, Slots};
 
 /// What the waiting set records per item.
 #[derive(Debug, Clone, Copy, Default)]
@@ -65,7 +65,8 @@ impl<T> Ord for Due<T> {
 
 /// Items waiting for their ready time.
 pub(crate) struct Waiting<T> {
-    items: Slots<T, Cell<WaitMeta>>,
+    /// Numbered index entries: this index is large and grows (see `IndexEntry`).
+    items: Slots<T, Cell<WaitMeta>, Numbered>,
     heap: BinaryHeap<Due<T>>,
     /// The next heap entry's sequence number; 0 is never used.
     next_seq: u64,
