@@ -132,6 +132,16 @@ unsafe impl<T: Send, M: Send> Send for SlotRef<T, M> {}
 /// queue keeps addresses and the waiting set, the large index that grows, numbers
 /// (docs/benchmarks.md, workqueue History).
 pub(crate) trait IndexEntry<T, M>: Copy + 'static {
+    /// What turns an entry into a slot's address: nothing for an address, the chunk
+    /// table for a number. A zero-sized `()` for addresses keeps the index's closures
+    /// as small as they were before entries had kinds (the queue's hit paths are
+    /// counted in instructions: docs/benchmarks.md, workqueue History).
+    type Resolver<'a>: Copy
+    where
+        T: 'a,
+        M: 'a;
+    /// The resolver for slots in `chunks`.
+    fn resolver(chunks: &[(NonNull<Slot<T, M>>, usize)]) -> Self::Resolver<'_>;
     /// The hash the index is given for an item hashed to `hash`.
     fn index_hash(hash: u64) -> u64;
     /// The entry for `at` (which is `slot`), holding an item hashed to `hash`.
@@ -141,12 +151,14 @@ pub(crate) trait IndexEntry<T, M>: Copy + 'static {
     /// Whether it may refer to an item hashed to `hash` (a check before the slot is read).
     fn may_be(&self, hash: u64) -> bool;
     /// The slot it refers to.
-    fn slot(&self, chunks: &[(NonNull<Slot<T, M>>, usize)]) -> SlotRef<T, M>;
+    fn slot(&self, resolver: Self::Resolver<'_>) -> SlotRef<T, M>;
     /// Whether it refers to `slot`.
     fn is(&self, slot: &Slot<T, M>) -> bool;
 }
 
 impl<T: 'static, M: 'static> IndexEntry<T, M> for SlotRef<T, M> {
+    type Resolver<'a> = ();
+    fn resolver(_: &[(NonNull<Slot<T, M>>, usize)]) {}
     fn index_hash(hash: u64) -> u64 {
         hash
     }
@@ -161,7 +173,7 @@ impl<T: 'static, M: 'static> IndexEntry<T, M> for SlotRef<T, M> {
     fn may_be(&self, _: u64) -> bool {
         true
     }
-    fn slot(&self, _: &[(NonNull<Slot<T, M>>, usize)]) -> SlotRef<T, M> {
+    fn slot(&self, (): ()) -> SlotRef<T, M> {
         *self
     }
     fn is(&self, slot: &Slot<T, M>) -> bool {
@@ -177,6 +189,10 @@ pub(crate) struct Numbered {
 }
 
 impl<T: 'static, M: 'static> IndexEntry<T, M> for Numbered {
+    type Resolver<'a> = &'a [(NonNull<Slot<T, M>>, usize)];
+    fn resolver(chunks: &[(NonNull<Slot<T, M>>, usize)]) -> &[(NonNull<Slot<T, M>>, usize)] {
+        chunks
+    }
     fn index_hash(hash: u64) -> u64 {
         Folded::of(hash).full()
     }
@@ -348,15 +364,16 @@ impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T
 
     /// The slot holding an item equal to `key`, if it is indexed.
     pub(crate) fn find(&self, hash: u64, key: &T) -> Option<SlotRef<T, M>> {
+        let resolver = E::resolver(&self.chunks);
         self.index
             .find(E::index_hash(hash), |e| {
                 if !e.may_be(hash) {
                     return false;
                 }
-                let slot = self.get(e.slot(&self.chunks));
+                let slot = self.get(e.slot(resolver));
                 slot.hash.get() == hash && item_eq(slot.key(), key)
             })
-            .map(|e| e.slot(&self.chunks))
+            .map(|e| e.slot(resolver))
     }
 
     /// Finds the slot holding an item equal to `key`, or stores `key` (cloned only if
@@ -364,7 +381,7 @@ impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T
     /// whatever the slot's last item left there). One probe of the index either way.
     pub(crate) fn find_or_insert<'k>(&mut self, hash: u64, key: Cow<'k, T>) -> Found<'k, T, M> {
         let probe: &T = &key;
-        let chunks = &self.chunks;
+        let resolver = E::resolver(&self.chunks);
         // SAFETY: the index holds only slots of `self.chunks`. Run by every test here
         // (`stores_once_finds_and_reuses_slots` grows the index, with either entry).
         let entry = self.index.entry(
@@ -373,14 +390,14 @@ impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T
                 if !e.may_be(hash) {
                     return false;
                 }
-                let slot = unsafe { deref(e.slot(chunks)) };
+                let slot = unsafe { deref(e.slot(resolver)) };
                 slot.hash.get() == hash && item_eq(slot.key(), probe)
             },
             E::rehash,
         );
         match entry {
             hash_table::Entry::Occupied(found) => {
-                Found::Existing(found.get().slot(&self.chunks), key)
+                Found::Existing(found.get().slot(resolver), key)
             }
             hash_table::Entry::Vacant(vacant) => {
                 // Clone (user code, which may panic) before anything is changed.
