@@ -1,5 +1,6 @@
 //! Where the queue keeps its items: each distinct item is stored **once**, in a slot
-//! that never moves, and found through a hash index of slot pointers.
+//! that never moves, and found through a hash index of its slots ([`IndexEntry`]: their
+//! addresses for the queue, their numbers for the large waiting set of `add_after`).
 //!
 //! Why not a `HashMap<T, State>` plus a `VecDeque<T>`, as before? Measured on an
 //! add + get + done cycle, that layout hashed the item five times and compared keys
@@ -8,8 +9,8 @@
 //! With slots:
 //!
 //! * the item is hashed once, in `add`, outside the queue's lock; the hash is kept in
-//!   the slot, and 32 bits of it beside the slot's number in the index, so the index
-//!   never rehashes a key (nor reads a slot) when it grows;
+//!   the slot, so the index never rehashes a key when it grows (and a numbered index
+//!   keeps 32 bits of it beside each number, so it does not even read a slot then);
 //! * the FIFO and the [`WorkItem`](crate::WorkItem) hold the slot's address, so `get`
 //!   and `done` reach it without hashing or comparing keys; `done` removes the index
 //!   entry through the bucket the slot remembers from its insertion, without a probe
