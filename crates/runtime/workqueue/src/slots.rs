@@ -397,9 +397,7 @@ impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T
             E::rehash,
         );
         match entry {
-            hash_table::Entry::Occupied(found) => {
-                Found::Existing(found.get().slot(resolver), key)
-            }
+            hash_table::Entry::Occupied(found) => Found::Existing(found.get().slot(resolver), key),
             hash_table::Entry::Vacant(vacant) => {
                 // Clone (user code, which may panic) before anything is changed.
                 let item = key.into_owned();
