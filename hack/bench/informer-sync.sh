@@ -40,6 +40,11 @@
 #                           before the atomic one (not in IMPLS by default)
 #   ours-untraced           ours with the pipeline trace off (PIPELINE_TRACE=off): the cost
 #                           of the always-on /debug/pipeline recording (not in IMPLS by default)
+#   ours-alt                $ALT_BIN sync --impl ${ALT_IMPL:-ours}: the same variant from a binary
+#                           built another way, interleaved with the others (not in IMPLS by
+#                           default), e.g. another allocator: cargo build --release --features
+#                           mimalloc (or jemalloc) in hack/bench/informer-sync, the binary
+#                           copied aside as ALT_BIN
 #   kube-runtime            reflector(store, watcher(api, watcher::Config::default())):
 #                           most-recent list in pages of 500; timed until wait_until_ready
 #   kube-runtime-transform  the same, dropping managedFields of every event before the store
@@ -112,7 +117,7 @@ OUT="$(cd "$OUT" && pwd)"
 say() { printf '\n=== %s\n' "$*"; }
 die() { printf 'informer-sync.sh: %s\n' "$*" >&2; exit 1; }
 
-KNOWN_IMPLS=" ours ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-realfifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
+KNOWN_IMPLS=" ours ours-alt ours-transform ours-strip ours-plain ours-paged ours-deltafifo ours-realfifo ours-untraced kube-runtime kube-runtime-transform kube-runtime-streaming client-go client-go-streaming client-go-transform client-go-streaming-transform "
 # Every ours-* and client-go* variant also on JSON: its name + "-json".
 for i in $KNOWN_IMPLS; do
   case $i in ours* | client-go*) KNOWN_IMPLS+="$i-json " ;; esac
@@ -122,6 +127,9 @@ read -r -a impls <<<"$IMPLS"
 for i in "${impls[@]}"; do
   [[ "$KNOWN_IMPLS" == *" $i "* ]] || die "unknown implementation '$i' in IMPLS (known:$KNOWN_IMPLS)"
 done
+if [[ " ${impls[*]} " == *" ours-alt"* ]]; then
+  [ -x "${ALT_BIN:-}" ] || die "ours-alt needs ALT_BIN, an informer-sync-bench binary (got '${ALT_BIN:-}')"
+fi
 case "$SERVER_STATE" in
 cache | etcd) STATES=("$SERVER_STATE") ;;
 both) STATES=(cache etcd) ;;
@@ -242,6 +250,11 @@ run_impl() {
     # The caller's KUBE_FEATURE_WatchListClient must not contradict the variant.
     env -u KUBE_FEATURE_WatchListClient "$GO_BIN" sync --namespace "$NAMESPACE" "${flags[@]}" 2>>"$OUT/client-go.log"
     ;;
+  ours-alt*)
+    # Reported under the variant's own name.
+    "$ALT_BIN" sync --impl "${ALT_IMPL:-ours}" --namespace "$NAMESPACE" "${json[@]}" |
+      sed -E "s/\"impl\":\"[^\"]*\"/\"impl\":\"$1\"/"
+    ;;
   *) "$BIN" sync --impl "${1%-json}" --namespace "$NAMESPACE" "${json[@]}" ;;
   esac
 }
@@ -315,7 +328,7 @@ DOC = {
     "etcd": "kube-apiserver with --feature-gates=ListFromCacheSnapshot=false: paged lists' continuation pages "
             "read from etcd (first pages, RV=0 lists and streaming lists from the watch cache)",
 }
-impls = ["ours", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "ours-realfifo", "kube-runtime", "kube-runtime-transform",
+impls = ["ours", "ours-alt", "ours-untraced", "ours-strip", "ours-transform", "ours-plain", "ours-paged", "ours-deltafifo", "ours-realfifo", "kube-runtime", "kube-runtime-transform",
          "kube-runtime-streaming", "client-go", "client-go-streaming", "client-go-transform",
          "client-go-streaming-transform"]
 impls += [i + "-json" for i in impls if i.startswith(("ours", "client-go"))]
@@ -362,7 +375,7 @@ pairs = [("ours", "client-go-streaming"), ("ours-strip", "client-go-streaming"),
          ("ours-transform", "kube-runtime-transform"), ("ours-transform", "client-go-streaming-transform"),
          ("ours-transform", "client-go-transform"), ("ours", "kube-runtime-streaming"),
          ("ours-paged", "kube-runtime"), ("ours", "ours-deltafifo"), ("ours", "ours-realfifo"), ("ours-deltafifo", "kube-runtime"),
-         ("ours", "ours-untraced")]
+         ("ours", "ours-untraced"), ("ours-alt", "ours"), ("ours-alt", "client-go-streaming")]
 for s in sizes:
     for st in states:
         for a, b in pairs:

@@ -24,6 +24,15 @@ use cache::ListerWatcher;
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
+// The `mimalloc` and `jemalloc` features swap the process's allocator (the ours-alt
+// variant of hack/bench/informer-sync.sh); without them it is glibc's malloc.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(about = "Initial informer sync: crates/runtime/cache vs kube-runtime")]
 struct Cli {
