@@ -18,6 +18,10 @@ use vm_driver::FileDriver;
 
 use crate::error::ChaosError;
 
+/// The words that end a finding about a dependent of a deleted owner: the garbage
+/// collector's to remove, not the controllers' ([`crate::recovery`] watches for them).
+pub const UNCOLLECTED: &str = "not yet garbage collected";
+
 /// What a convergence check found.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Findings {
@@ -128,7 +132,7 @@ pub async fn check(
                 // An earlier Foo of the same name, deleted by the load: its Deployment is
                 // the garbage collector's to remove (kube-controller-manager's job).
                 Some(owner) => f.environment.push(format!(
-                    "Deployment {}: still owned by a deleted Foo {name} (uid {owner}); not yet garbage collected",
+                    "Deployment {}: still owned by a deleted Foo {name} (uid {owner}); {UNCOLLECTED}",
                     foo.spec.deployment_name
                 )),
                 None => f.controller.push(format!(
@@ -262,7 +266,7 @@ pub async fn check(
         .flatten()
         .map(|(kind, owner)| {
             format!(
-                "{kind} {name}: still owned by a deleted MyWeb {name} (uid {owner}); not yet garbage collected"
+                "{kind} {name}: still owned by a deleted MyWeb {name} (uid {owner}); {UNCOLLECTED}"
             )
         })
         .collect();

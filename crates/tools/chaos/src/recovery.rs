@@ -1,6 +1,6 @@
-//! Waiting for convergence after the last fault, with the one repair of the environment
-//! the soak allows itself: restarting kube-controller-manager when its garbage collector
-//! is stuck.
+//! Waiting for convergence ([`converge`]), and after the last fault with the one repair
+//! of the environment the soak allows itself: restarting kube-controller-manager when
+//! its garbage collector is stuck ([`converge_after_faults`]).
 //!
 //! kube-controller-manager's garbage collector can lose track of owners deleted around
 //! API server restarts (its discovery-driven monitor resync; kubernetes issues 60037,
@@ -32,7 +32,7 @@ pub const STUCK_AFTER: Duration = Duration::from_secs(60);
 
 /// Whether a finding is a dependent of a deleted owner (the garbage collector's to remove).
 pub fn is_uncollected(finding: &str) -> bool {
-    finding.contains("not yet garbage collected")
+    finding.ends_with(check::UNCOLLECTED)
 }
 
 /// Remembers since when each uncollected dependent has been reported without a break.
@@ -63,9 +63,37 @@ impl StuckCollector {
     }
 }
 
-/// Checks every 3 s for up to `bound`; restarts kube-controller-manager once when its
-/// garbage collector is stuck (see the module docs). Returns how long convergence took
-/// (`None`: not within `bound`), the last findings and the repairs made.
+/// Polls [`check::check`] every 3 s until it finds nothing or `bound` passes; returns
+/// the time it took (`None`: not within the bound) and the last findings. Each check
+/// that finds something is handed to `on_pending` before the next one.
+pub async fn converge(
+    client: &Client,
+    namespace: &str,
+    driver: &FileDriver,
+    bound: Duration,
+    mut on_pending: impl AsyncFnMut(&Findings),
+) -> (Option<Duration>, Findings) {
+    let start = Instant::now();
+    let mut last = Findings::default();
+    loop {
+        match check::check(client, namespace, driver).await {
+            Ok(findings) if findings.converged() => return (Some(start.elapsed()), findings),
+            Ok(findings) => {
+                on_pending(&findings).await;
+                last = findings;
+            }
+            Err(e) => tracing::info!(error = %e, "convergence check failed; retrying"),
+        }
+        if start.elapsed() > bound {
+            return (None, last);
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+}
+
+/// [`converge`], restarting kube-controller-manager once when its garbage collector is
+/// stuck (see the module docs). Returns how long convergence took (`None`: not within
+/// `bound`), the last findings and the repairs made.
 pub async fn converge_after_faults(
     client: &Client,
     namespace: &str,
@@ -74,37 +102,25 @@ pub async fn converge_after_faults(
     bound: Duration,
 ) -> (Option<Duration>, Findings, Vec<String>) {
     let start = Instant::now();
-    let mut last = Findings::default();
     let mut repairs = Vec::new();
     let mut collector = StuckCollector::default();
-    loop {
-        match check::check(client, namespace, driver).await {
-            Ok(findings) if findings.converged() => {
-                return (Some(start.elapsed()), findings, repairs);
+    let (after, findings) = converge(client, namespace, driver, bound, async |findings| {
+        let stuck = collector.observe(findings, Instant::now());
+        if stuck > 0 && repairs.is_empty() {
+            let what = format!(
+                "kube-controller-manager restarted: {stuck} objects of deleted Foos and MyWebs not garbage collected for {}s, {}s after the last fault",
+                STUCK_AFTER.as_secs(),
+                start.elapsed().as_secs()
+            );
+            tracing::warn!("{what}");
+            match control_plane.restart_controller_manager().await {
+                Ok(_) => repairs.push(what),
+                Err(e) => repairs.push(format!("{what}: restart failed: {e}")),
             }
-            Ok(findings) => {
-                let stuck = collector.observe(&findings, Instant::now());
-                if stuck > 0 && repairs.is_empty() {
-                    let what = format!(
-                        "kube-controller-manager restarted: {stuck} objects of deleted Foos and MyWebs not garbage collected for {}s, {}s after the last fault",
-                        STUCK_AFTER.as_secs(),
-                        start.elapsed().as_secs()
-                    );
-                    tracing::warn!("{what}");
-                    match control_plane.restart_controller_manager().await {
-                        Ok(_) => repairs.push(what),
-                        Err(e) => repairs.push(format!("{what}: restart failed: {e}")),
-                    }
-                }
-                last = findings;
-            }
-            Err(e) => tracing::info!(error = %e, "convergence check failed; retrying"),
         }
-        if start.elapsed() > bound {
-            return (None, last, repairs);
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-    }
+    })
+    .await;
+    (after, findings, repairs)
 }
 
 #[cfg(test)]

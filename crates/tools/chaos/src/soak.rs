@@ -20,7 +20,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use vm_driver::{FileDriver, FileFaults};
 
-use crate::check::{self, Findings};
 use crate::cluster::ControlPlane;
 use crate::error::ChaosError;
 use crate::load::{self, LoadCounters, LoadOptions};
@@ -120,29 +119,6 @@ mod secs {
     }
 }
 
-/// Polls [`check::check`] every 3 s until it finds nothing or `bound` passes; returns
-/// the time it took (None: not within the bound) and the last findings.
-async fn converge(
-    client: &Client,
-    namespace: &str,
-    driver: &FileDriver,
-    bound: Duration,
-) -> (Option<Duration>, Findings) {
-    let start = Instant::now();
-    let mut last = Findings::default();
-    loop {
-        match check::check(client, namespace, driver).await {
-            Ok(findings) if findings.converged() => return (Some(start.elapsed()), findings),
-            Ok(findings) => last = findings,
-            Err(e) => tracing::info!(error = %e, "convergence check failed; retrying"),
-        }
-        if start.elapsed() > bound {
-            return (None, last);
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-    }
-}
-
 /// Runs the soak; the summary is also written to `args.out`.
 pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let seed = args.seed.unwrap_or_else(rand::random);
@@ -212,11 +188,12 @@ pub async fn run(args: SoakArgs) -> Result<Summary, ChaosError> {
     let started = Instant::now();
     let failed = load::create_initial(&client, &load_options, &counters, seed).await;
     tracing::info!(failed, "initial objects created; waiting for convergence");
-    let (initial, initial_findings) = converge(
+    let (initial, initial_findings) = recovery::converge(
         &client,
         &args.namespace,
         &driver,
         args.initial_convergence_bound,
+        async |_| {},
     )
     .await;
     let initial_convergence_s = initial.map(|_| started.elapsed().as_secs_f64());
