@@ -407,8 +407,10 @@ impl<T: Clone + Eq + 'static, M: Default + 'static, E: IndexEntry<T, M>> Slots<T
                         if self.fresh == 0 {
                             let len = self.chunks.last().map_or(FIRST_CHUNK, |c| c.1 * 2);
                             // Slot numbers are u32s: the chunk's last one must fit.
-                            u32::try_from(2 * len - FIRST_CHUNK - 1)
-                                .expect("fewer than 2^32 items in one queue");
+                            assert!(
+                                2 * len - FIRST_CHUNK - 1 <= u32::MAX as usize,
+                                "fewer than 2^32 items in one queue"
+                            );
                             let first = (len - FIRST_CHUNK) as u32;
                             self.chunks.push((new_chunk(len, first), len));
                             self.fresh = len;
