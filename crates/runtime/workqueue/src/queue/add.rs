@@ -4,11 +4,12 @@
 use std::borrow::Cow;
 use std::hash::BuildHasher;
 
-use super::{Item, ItemState, Queue};
+use super::{Item, ItemState, Meta, Queue, Shared, State};
 use crate::into_item::IntoItem;
 use crate::observer::AddOutcome;
 use crate::priority;
-use crate::slots::Found;
+use crate::slots::{Found, SlotRef};
+use crate::spin_lock::MutexGuard;
 
 impl<T: Item> Queue<T> {
     /// Marks `item` as needing processing: client-go's `Add`.
@@ -78,41 +79,69 @@ impl<T: Item> Queue<T> {
                 }
             }
             Found::Existing(slot_ref, duplicate) => {
-                let slot = st.items.get(slot_ref);
-                let meta = &slot.meta;
-                let outcome = match meta.state.get() {
-                    ItemState::Processing => {
-                        meta.state.set(ItemState::ProcessingDirty);
-                        meta.priority.set(priority);
-                        if let Some(m) = st.metrics.as_mut() {
-                            m.add(slot.key(), priority);
-                        }
-                        AddOutcome::Dirty
-                    }
-                    ItemState::ProcessingDirty if priority > meta.priority.get() => {
-                        if let Some(m) = st.metrics.as_ref() {
-                            m.raise(meta.priority.get(), priority);
-                        }
-                        meta.priority.set(priority);
-                        AddOutcome::Raised
-                    }
-                    ItemState::Queued if priority > meta.priority.get() => {
-                        if let Some(m) = st.metrics.as_ref() {
-                            m.raise(meta.priority.get(), priority);
-                        }
-                        st.lanes.raise(&st.items, slot_ref, priority);
-                        AddOutcome::Raised
-                    }
-                    // Already dirty at the same or a higher priority: deduplicated.
-                    ItemState::Queued | ItemState::ProcessingDirty => AddOutcome::Deduplicated,
-                };
-                if let Some(observer) = self.shared.observer.get() {
-                    observer.added(&duplicate, priority, outcome);
+                let meta = &st.items.get(slot_ref).meta;
+                // The common re-add (an event for a key already in line) changes
+                // nothing: it leaves at once, and the rarer cases below are kept out
+                // of this path (`re_add`) so that it stays short.
+                if matches!(
+                    meta.state.get(),
+                    ItemState::Queued | ItemState::ProcessingDirty
+                ) && priority <= meta.priority.get()
+                    && self.shared.observer.get().is_none()
+                {
+                    drop(guard);
+                    drop(duplicate);
+                    return;
                 }
-                // The caller's copy is dropped after unlocking.
-                drop(guard);
-                drop(duplicate);
+                Self::re_add(&self.shared, guard, slot_ref, duplicate, priority);
             }
         }
+    }
+
+    /// The add of an item already stored that is not simply deduplicated: held by a
+    /// worker (marked dirty), raised to a higher priority, or told to an observer.
+    #[inline(never)]
+    fn re_add(
+        shared: &Shared<T>,
+        mut guard: MutexGuard<'_, State<T>>,
+        slot_ref: SlotRef<T, Meta>,
+        duplicate: Cow<'_, T>,
+        priority: i32,
+    ) {
+        let st = &mut *guard;
+        let slot = st.items.get(slot_ref);
+        let meta = &slot.meta;
+        let outcome = match meta.state.get() {
+            ItemState::Processing => {
+                meta.state.set(ItemState::ProcessingDirty);
+                meta.priority.set(priority);
+                if let Some(m) = st.metrics.as_mut() {
+                    m.add(slot.key(), priority);
+                }
+                AddOutcome::Dirty
+            }
+            ItemState::ProcessingDirty if priority > meta.priority.get() => {
+                if let Some(m) = st.metrics.as_ref() {
+                    m.raise(meta.priority.get(), priority);
+                }
+                meta.priority.set(priority);
+                AddOutcome::Raised
+            }
+            ItemState::Queued if priority > meta.priority.get() => {
+                if let Some(m) = st.metrics.as_ref() {
+                    m.raise(meta.priority.get(), priority);
+                }
+                st.lanes.raise(&st.items, slot_ref, priority);
+                AddOutcome::Raised
+            }
+            // Already dirty at the same or a higher priority: deduplicated.
+            ItemState::Queued | ItemState::ProcessingDirty => AddOutcome::Deduplicated,
+        };
+        if let Some(observer) = shared.observer.get() {
+            observer.added(&duplicate, priority, outcome);
+        }
+        // The caller's copy is dropped after unlocking.
+        drop(guard);
+        drop(duplicate);
     }
 }
