@@ -43,6 +43,12 @@ esac
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 fail() {
   echo "demo: FAILED: $*" >&2
+  # The controllers' logs go with the state dir on exit: keep their ends in this log.
+  for log in "${state:-/nonexistent}"/*.log; do
+    [ -f "$log" ] || continue
+    echo "--- $(basename "$log") (last 30 lines)" >&2
+    tail -n 30 "$log" >&2
+  done
   if [ -n "${real_node_dir:-}" ]; then real_node_dump >&2; fi
   exit 1
 }
@@ -158,6 +164,12 @@ say "Starting the local control plane (state in $state/cp)"
 bash hack/control-plane.sh up --dir "$state/cp"
 # shellcheck disable=SC1091
 source "$state/cp/env"
+# The controllers' own servers (metrics, health, the vm-controller's webhooks) on ports
+# drawn below the ephemeral range, as the control plane's are: fixed ports collide with
+# whatever a soak or an e2e test running beside the demo (CI runs them side by side)
+# drew from that range.
+source hack/lib/host.sh
+read -r sc_metrics sc_health vm_metrics vm_health vm_webhook mw_metrics mw_health <<<"$(free_ports 7)"
 export KUBECONFIG
 export PATH="$(dirname "$KUBECTL"):$PATH"
 kubectl get nodes
@@ -168,13 +180,13 @@ kubectl wait --for condition=established --timeout=60s crd --all
 
 say "Starting sample-controller (log: $state/sample-controller.log)"
 "$bin/sample-controller" --kubeconfig "$KUBECONFIG" --leader-elect \
-  --metrics-secure=false --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:$sc_metrics --health-probe-bind-address 127.0.0.1:$sc_health \
   >"$state/sample-controller.log" 2>&1 &
 pids+=($!)
 
 say "Applying the example Foo (deploy/examples/foo.yaml)"
 kubectl apply -f deploy/examples/foo.yaml
-wait_until "sample-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:18081/readyz
+wait_until "sample-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:$sc_health/readyz
 wait_until "Deployment example-foo owned by the Foo" 60 \
   jsonpath_is Foo deployment example-foo -o 'jsonpath={.metadata.ownerReferences[0].kind}'
 wait_until "Foo example-foo AVAILABLE = 1" 120 \
@@ -191,24 +203,24 @@ kubectl get foo,deploy
 kubectl get events --field-selector involvedObject.kind=Foo
 
 say "sample-controller's /metrics (excerpt)"
-curl -s http://127.0.0.1:18080/metrics | grep -E '^(workqueue_adds_total|controller_runtime_reconcile_total|leader_election_master_status)' || true
+curl -s http://127.0.0.1:$sc_metrics/metrics | grep -E '^(workqueue_adds_total|controller_runtime_reconcile_total|leader_election_master_status)' || true
 
 say "Starting vm-controller with the QEMU driver (log: $state/vm-controller.log)"
 # With its admission webhooks on loopback, serving the certificate control-plane.sh
 # made for 127.0.0.1 (signed by the cluster CA in $WEBHOOK_CA).
 "$bin/vm-controller" --kubeconfig "$KUBECONFIG" --vm-driver qemu --state-dir "$state/vms" \
   --usage-period 5s --leader-elect \
-  --metrics-secure=false --metrics-bind-address 127.0.0.1:18082 --health-probe-bind-address 127.0.0.1:18083 \
-  --webhook-bind-address 127.0.0.1:18443 --webhook-cert-dir "$WEBHOOK_CERT_DIR" \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:$vm_metrics --health-probe-bind-address 127.0.0.1:$vm_health \
+  --webhook-bind-address 127.0.0.1:$vm_webhook --webhook-cert-dir "$WEBHOOK_CERT_DIR" \
   >"$state/vm-controller.log" 2>&1 &
 pids+=($!)
 
-wait_until "vm-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:18083/readyz
+wait_until "vm-controller ready (/readyz)" 60 curl -sf http://127.0.0.1:$vm_health/readyz
 # The CRD serves v1alpha1 (stored) and v1beta1, and `kubectl get vm` asks for v1beta1: the
 # API server converts through vm-controller's /convert. deploy/crds names the in-cluster
 # Service (cert-manager injects its CA); here it is a url and the cluster CA, as envtest does.
 say "Pointing the VirtualMachine CRD's conversion webhook at vm-controller (url + caBundle)"
-conversion_client="{\"url\":\"https://127.0.0.1:18443/convert\",\"caBundle\":\"$(base64 -w0 "$WEBHOOK_CA")\"}"
+conversion_client="{\"url\":\"https://127.0.0.1:$vm_webhook/convert\",\"caBundle\":\"$(base64 -w0 "$WEBHOOK_CA")\"}"
 kubectl patch crd virtualmachines.cloudnative.tw --type=json \
   -p "[{\"op\":\"replace\",\"path\":\"/spec/conversion/webhook/clientConfig\",\"value\":$conversion_client}]"
 say "Applying the example VirtualMachine (deploy/vm-controller/example-vm.yaml)"
@@ -232,7 +244,7 @@ metadata:
 webhooks:
   - name: $2
     clientConfig:
-      url: https://127.0.0.1:18443$3
+      url: https://127.0.0.1:$vm_webhook$3
       caBundle: $ca_bundle
     rules:
       - apiGroups: ["cloudnative.tw"]
@@ -274,11 +286,11 @@ echo "ok: VirtualMachine $vm, its qemu process and its disk are gone"
 
 say "Starting myweb-operator (log: $state/myweb-operator.log)"
 "$bin/myweb-operator" --kubeconfig "$KUBECONFIG" --leader-elect \
-  --metrics-secure=false --metrics-bind-address 127.0.0.1:18084 --health-probe-bind-address 127.0.0.1:18085 \
+  --metrics-secure=false --metrics-bind-address 127.0.0.1:$mw_metrics --health-probe-bind-address 127.0.0.1:$mw_health \
   >"$state/myweb-operator.log" 2>&1 &
 pids+=($!)
 
-wait_until "myweb-operator ready (/readyz)" 60 curl -sf http://127.0.0.1:18085/readyz
+wait_until "myweb-operator ready (/readyz)" 60 curl -sf http://127.0.0.1:$mw_health/readyz
 say "Applying the example MyWeb (deploy/myweb-operator/myweb.yaml)"
 kubectl apply -f deploy/myweb-operator/myweb.yaml
 web=$(kubectl get -f deploy/myweb-operator/myweb.yaml -o 'jsonpath={.metadata.name}')
@@ -310,7 +322,7 @@ kubectl get web,cm,deploy,svc
 kubectl get events --field-selector involvedObject.kind=MyWeb
 
 say "myweb-operator's /metrics (excerpt)"
-curl -s http://127.0.0.1:18084/metrics | grep -E '^(controller_runtime_reconcile_total|leader_election_master_status)' || true
+curl -s http://127.0.0.1:$mw_metrics/metrics | grep -E '^(controller_runtime_reconcile_total|leader_election_master_status)' || true
 
 # 8. The tutorial's last step for real: a browser (here curl) on the node's port.
 if [ "${DEMO_REAL_NODE:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
