@@ -438,6 +438,30 @@ func procStatusKB(pid int, field string) int64 {
 
 func procThreads(pid int) int64 { return procStatusKB(pid, "Threads") }
 
+// procCtxSwitches sums the voluntary and involuntary context switches of pid's live
+// threads so far (-1 if unreadable): a process that is woken once per response and
+// per watch event switches that often, whatever its pace.
+func procCtxSwitches(pid int) int64 {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return -1
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "voluntary_ctxt_switches:") || strings.HasPrefix(line, "nonvoluntary_ctxt_switches:") {
+				v, _ := strconv.ParseInt(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), 10, 64)
+				total += v
+			}
+		}
+	}
+	return total
+}
+
 // requestCounts reads kube-apiserver's apiserver_request_total from /metrics, summed
 // by "VERB resource[/subresource]" for resource requests, with the status code appended
 // when it is not 2xx (nil if not readable).
@@ -681,6 +705,7 @@ func run(args []string) error {
 	if alive() {
 		res["rss_kb_at_converge"] = procStatusKB(pid, "VmRSS")
 		res["threads"] = procThreads(pid)
+		res["ctx_switches"] = procCtxSwitches(pid)
 	}
 
 	if alive() && converged && *idle > 0 {

@@ -15,9 +15,11 @@
 //! ([`controller::event_priority`]), so after a restart a Foo a user has just changed
 //! does not wait behind every Foo that exists.
 //!
-//! Handlers only compute keys and add them to the queue: they run on the informer's
-//! delivery thread for this handler and must be quick. The queue deduplicates, so a
-//! burst of events for one Foo costs one sync.
+//! Handlers only compute keys and add them to the queue (and look an owner up in the
+//! Foo lister): quick, and never blocking. So they are called on the informer's own
+//! task ([`EventHandler::delivers_inline`]) rather than each on a thread of its own,
+//! which saves a thread wake-up per event. The queue deduplicates, so a burst of
+//! events for one Foo costs one sync.
 
 use std::sync::Arc;
 
@@ -61,6 +63,11 @@ impl EventHandler<Foo> for FooHandler {
 
     fn on_update(&self, old: &Arc<Foo>, new: &Arc<Foo>) {
         self.enqueue(new, event_priority::on_update(&**old, &**new));
+    }
+
+    /// A key and a queue add: called on the informer's task (module docs).
+    fn delivers_inline(&self) -> bool {
+        true
     }
 }
 
@@ -130,5 +137,10 @@ impl EventHandler<Deployment> for DeploymentHandler {
             Some(deployment) => self.handle_object(deployment),
             None => warn!("Deployment tombstone without an object; cannot find its Foo"),
         }
+    }
+
+    /// A lister lookup and a queue add: called on the informer's task (module docs).
+    fn delivers_inline(&self) -> bool {
+        true
     }
 }

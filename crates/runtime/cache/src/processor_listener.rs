@@ -29,6 +29,19 @@
 //!   [`has_synced`](crate::ResourceEventHandlerRegistration::has_synced). In
 //!   client-go it never does (kubernetes/kubernetes#129024).
 //!
+//! **Inline delivery, for handlers that only enqueue.** A thread per handler costs a
+//! hand-off per event: the informer pushes, the handler's thread wakes up (a futex call
+//! and a context switch), handles one event and goes back to sleep. For the handlers
+//! most controllers register (compute a key, look an owner up in a lister, add to a
+//! workqueue: a few microseconds, never blocking) that hand-off is most of the cost. A
+//! handler whose [`EventHandler::delivers_inline`] says `true` gets no buffer and no
+//! thread: the informer calls it right where it distributes the notification, in
+//! order, on its own task (panics still caught and logged). It runs while the informer
+//! holds its handler list's lock, so it must not block, sleep, wait for the API, or
+//! register or remove handlers of the same informer. client-go has no such mode (a
+//! goroutine hand-off is cheap in Go); what it saves is in docs/benchmarks.md
+//! (converge, "handlers called on the informer's task").
+//!
 //! Removing a handler ([`remove_event_handler`](crate::SharedIndexInformer::remove_event_handler))
 //! does not wait for it: notifications already buffered are still delivered, on its
 //! thread, afterwards. Wait for
@@ -76,6 +89,14 @@ pub trait EventHandler<K>: Send + Sync + 'static {
     /// know when its cache has seen them.
     fn on_bookmark(&self, resource_version: &str) {
         let _ = resource_version;
+    }
+    /// Whether this handler may be called on the informer's own task instead of a
+    /// thread of its own (see "Inline delivery" in the [module docs](self)). Say `true`
+    /// only for a handler that never blocks and returns in microseconds: it then holds
+    /// up the informer (and every other handler of it) while it runs. Defaults to
+    /// `false`, client-go's behaviour.
+    fn delivers_inline(&self) -> bool {
+        false
     }
 }
 
@@ -303,8 +324,7 @@ impl SyncTracker {
 /// The informer's side of one registered handler: client-go's `processorListener`.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    /// Each notification travels with its object's key, for the pipeline trace.
-    tx: mpsc::Sender<(Option<Arc<str>>, Notification<K>)>,
+    delivery: Delivery<K>,
     pub(crate) tracker: Arc<SyncTracker>,
     resync_period: Option<Duration>,
     next_resync: Instant,
@@ -312,16 +332,72 @@ pub(crate) struct Listener<K> {
     pub(crate) syncing: bool,
 }
 
+/// How a listener's notifications reach its handler.
+enum Delivery<K> {
+    /// Through an unbounded channel to the handler's own thread (the default). Each
+    /// notification travels with its object's key, for the pipeline trace.
+    Thread(mpsc::Sender<(Option<Arc<str>>, Notification<K>)>),
+    /// By a call where the informer distributes it ([`EventHandler::delivers_inline`]).
+    Inline(Inline<K>),
+}
+
+/// An inline handler and what its calls need; dropping it (the listener removed or
+/// the informer gone) shuts the handler down, as the end of a delivery thread does.
+struct Inline<K> {
+    informer: String,
+    component: Arc<str>,
+    /// `None` only while being dropped: the handler goes before anyone hears that it
+    /// is done.
+    handler: Option<Arc<dyn EventHandler<K>>>,
+    tracker: Arc<SyncTracker>,
+}
+
+impl<K> Drop for Inline<K> {
+    fn drop(&mut self) {
+        drop(self.handler.take());
+        self.tracker.mark_shut_down();
+    }
+}
+
 impl<K: Send + Sync + 'static> Listener<K> {
-    /// Registers `handler` and starts its delivery thread.
+    /// Registers `handler`: starts its delivery thread, or none if it
+    /// [delivers inline](EventHandler::delivers_inline).
     pub(crate) fn spawn(
         id: u64,
         name: &str,
         handler: Arc<dyn EventHandler<K>>,
         resync_period: Option<Duration>,
     ) -> Self {
-        let (tx, rx) = mpsc::channel();
         let tracker = Arc::new(SyncTracker::with_next_uid());
+        let delivery = if handler.delivers_inline() {
+            Delivery::Inline(Inline {
+                informer: name.to_string(),
+                component: steps::component::<K>(),
+                handler: Some(handler),
+                tracker: tracker.clone(),
+            })
+        } else {
+            Delivery::Thread(Self::start_thread(id, name, handler, &tracker))
+        };
+        Self {
+            // The process-wide id (see `SyncTracker::uid`); `id` names the thread.
+            id: tracker.uid,
+            delivery,
+            tracker,
+            resync_period: resync_period.filter(|p| !p.is_zero()),
+            next_resync: Instant::now() + resync_period.unwrap_or_default(),
+            syncing: false,
+        }
+    }
+
+    /// Starts the delivery thread of `handler`; returns its channel.
+    fn start_thread(
+        id: u64,
+        name: &str,
+        handler: Arc<dyn EventHandler<K>>,
+        tracker: &Arc<SyncTracker>,
+    ) -> mpsc::Sender<(Option<Arc<str>>, Notification<K>)> {
+        let (tx, rx) = mpsc::channel();
         let runtime = tokio::runtime::Handle::try_current().ok();
         let (thread_name, thread_tracker) = (format!("handler-{name}-{id}"), tracker.clone());
         let informer = name.to_string();
@@ -340,19 +416,22 @@ impl<K: Send + Sync + 'static> Listener<K> {
             // The notifications then pile up unread; say so loudly.
             tracing::error!(informer = %name, error = %e, "could not start an event handler thread");
         }
-        Self {
-            // The process-wide id (see `SyncTracker::uid`); `id` names the thread.
-            id: tracker.uid,
-            tx,
-            tracker,
-            resync_period: resync_period.filter(|p| !p.is_zero()),
-            next_resync: Instant::now() + resync_period.unwrap_or_default(),
-            syncing: false,
-        }
+        tx
     }
 
-    /// Queues a notification about the object at `key` (never blocks).
+    /// Queues a notification about the object at `key` (never blocks), or, for an
+    /// inline handler, hands it over at once.
     pub(crate) fn add(&self, key: Option<Arc<str>>, notification: Notification<K>) {
+        let tx = match &self.delivery {
+            Delivery::Thread(tx) => tx,
+            Delivery::Inline(inline) => {
+                if let Some(handler) = &inline.handler {
+                    // Handled before this returns: never pending, so nothing to count.
+                    deliver(&inline.informer, &inline.component, &**handler, key, &notification);
+                }
+                return;
+            }
+        };
         if let Notification::Add {
             is_in_initial_list: true,
             ..
@@ -362,7 +441,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         // A send fails only when the handler's thread is gone: it could not be
         // started (logged in `spawn`); it runs for as long as the listener exists.
-        let _ = self.tx.send((key, notification));
+        let _ = tx.send((key, notification));
     }
 
     /// Marks the listener as part of this resync round if its period is due:
@@ -401,29 +480,43 @@ fn run<K: Send + Sync + 'static>(
                 ..
             }
         );
-        if let Some(key) = &key {
-            let call = match notification {
-                Notification::Add { .. } => "on_add",
-                Notification::Update { .. } => "on_update",
-                Notification::Delete(_) => "on_delete",
-                Notification::Bookmark(_) => "on_bookmark",
-            };
-            steps::handled(component, key, call, initial);
-        }
-        let result = catch_unwind(AssertUnwindSafe(|| match &notification {
-            Notification::Add {
-                obj,
-                is_in_initial_list,
-            } => handler.on_add(obj, *is_in_initial_list),
-            Notification::Update { old, new } => handler.on_update(old, new),
-            Notification::Delete(obj) => handler.on_delete(obj),
-            Notification::Bookmark(rv) => handler.on_bookmark(rv),
-        }));
-        if result.is_err() {
-            tracing::error!(informer = %name, "event handler panicked; the event was skipped");
-        }
+        deliver(name, component, handler, key, &notification);
         if initial {
             tracker.handled_initial();
         }
+    }
+}
+
+/// Calls the handler for one notification, recording the step for the pipeline trace;
+/// a panic is logged and the notification counts as handled.
+fn deliver<K>(
+    name: &str,
+    component: &Arc<str>,
+    handler: &dyn EventHandler<K>,
+    key: Option<Arc<str>>,
+    notification: &Notification<K>,
+) {
+    if let Some(key) = &key {
+        let (call, initial) = match notification {
+            Notification::Add {
+                is_in_initial_list, ..
+            } => ("on_add", *is_in_initial_list),
+            Notification::Update { .. } => ("on_update", false),
+            Notification::Delete(_) => ("on_delete", false),
+            Notification::Bookmark(_) => ("on_bookmark", false),
+        };
+        steps::handled(component, key, call, initial);
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| match notification {
+        Notification::Add {
+            obj,
+            is_in_initial_list,
+        } => handler.on_add(obj, *is_in_initial_list),
+        Notification::Update { old, new } => handler.on_update(old, new),
+        Notification::Delete(obj) => handler.on_delete(obj),
+        Notification::Bookmark(rv) => handler.on_bookmark(rv),
+    }));
+    if result.is_err() {
+        tracing::error!(informer = %name, "event handler panicked; the event was skipped");
     }
 }

@@ -448,6 +448,61 @@ async fn a_panicking_handler_is_contained() {
     r.stop().await;
 }
 
+/// A handler that [delivers inline](cache::EventHandler::delivers_inline) gets no thread:
+/// the informer calls it on its own task (here the test's thread: a current-thread
+/// runtime), every notification in order, a panic contained as on a handler thread;
+/// its registration syncs with the informer and is shut down as soon as it is removed.
+#[tokio::test(start_paused = true)]
+async fn an_inline_handler_runs_on_the_informers_task_in_order_and_is_contained() {
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+    struct Inline(Seen);
+    impl Inline {
+        fn record(&self, what: &str, cm: &ConfigMap) {
+            let name = cm.metadata.name.clone().unwrap_or_default();
+            let thread = std::thread::current().name().map(str::to_owned);
+            self.0.lock().push((format!("{what} {name}"), thread));
+            assert_ne!(name, "b", "handler bug");
+        }
+    }
+    impl cache::EventHandler<ConfigMap> for Inline {
+        fn on_add(&self, cm: &Arc<ConfigMap>, _: bool) {
+            self.record("add", cm);
+        }
+        fn on_update(&self, _: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+            self.record("update", new);
+        }
+        fn delivers_inline(&self) -> bool {
+            true
+        }
+    }
+
+    let lw = ScriptedListerWatcher::new();
+    lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "1");
+    lw.push_watch(
+        vec![
+            Ok(WatchEvent::Modified(cm("a", "2"))),
+            Ok(WatchEvent::Added(cm("c", "3"))),
+        ],
+        false,
+    );
+    let r = start(lw, None, Duration::ZERO);
+    let seen = Seen::default();
+    let registration = r.informer.add_event_handler(Inline(seen.clone()));
+    delivered("every notification", || seen.lock().len() == 4).await;
+    let test_thread = std::thread::current().name().map(str::to_owned);
+    assert_eq!(
+        *seen.lock(),
+        ["add a", "add b", "update a", "add c"]
+            .map(|what| (what.to_string(), test_thread.clone())),
+        "in order, on the informer's task, the panic on b contained"
+    );
+    assert!(registration.has_synced());
+    assert!(!registration.is_shut_down());
+    r.informer.remove_event_handler(&registration);
+    assert!(registration.is_shut_down(), "no thread left to wait for");
+    r.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn cancellation_stops_the_informer() {
     let lw = ScriptedListerWatcher::new();
