@@ -427,7 +427,13 @@ impl<K: Send + Sync + 'static> Listener<K> {
             Delivery::Inline(inline) => {
                 if let Some(handler) = &inline.handler {
                     // Handled before this returns: never pending, so nothing to count.
-                    deliver(&inline.informer, &inline.component, &**handler, key, &notification);
+                    deliver(
+                        &inline.informer,
+                        &inline.component,
+                        &**handler,
+                        key,
+                        &notification,
+                    );
                 }
                 return;
             }
@@ -489,7 +495,7 @@ fn run<K: Send + Sync + 'static>(
 
 /// Calls the handler for one notification, recording the step for the pipeline trace;
 /// a panic is logged and the notification counts as handled.
-fn deliver<K>(
+fn deliver<K: Send + Sync + 'static>(
     name: &str,
     component: &Arc<str>,
     handler: &dyn EventHandler<K>,

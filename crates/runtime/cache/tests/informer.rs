@@ -492,8 +492,7 @@ async fn an_inline_handler_runs_on_the_informers_task_in_order_and_is_contained(
     let test_thread = std::thread::current().name().map(str::to_owned);
     assert_eq!(
         *seen.lock(),
-        ["add a", "add b", "update a", "add c"]
-            .map(|what| (what.to_string(), test_thread.clone())),
+        ["add a", "add b", "update a", "add c"].map(|what| (what.to_string(), test_thread.clone())),
         "in order, on the informer's task, the panic on b contained"
     );
     assert!(registration.has_synced());
