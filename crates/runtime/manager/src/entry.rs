@@ -40,7 +40,8 @@ use crate::signals::setup_signal_handler;
 /// Runs a controller binary named `name` with the flags `args`:
 ///
 /// 1. makes the heap grow in large steps ([`crate::heap`]), before any thread exists;
-/// 2. builds the (multi-threaded) Tokio runtime and, on it,
+/// 2. builds the Tokio runtime (`--runtime-threads` worker threads, one by default:
+///    see [`RunArgs::runtime_threads`](crate::RunArgs::runtime_threads)) and, on it,
 /// 3. sets up logging (`--log-format`, `RUST_LOG`) and the SIGTERM/SIGINT handler
 ///    (the first signal shuts down gracefully, a second exits at once);
 /// 4. builds the [`Manager`] ([`Manager::new`]) and hands it to `setup`, which builds
@@ -58,7 +59,14 @@ where
 {
     // Before the runtime's threads allocate: their heaps then grow in large steps.
     grow_heap_in_large_steps();
-    let runtime = tokio::runtime::Runtime::new().map_err(ManagerError::Runtime)?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if args.run.runtime_threads > 0 {
+        builder.worker_threads(args.run.runtime_threads);
+    }
+    let runtime = builder
+        .enable_all()
+        .build()
+        .map_err(ManagerError::Runtime)?;
     runtime.block_on(async {
         init_logging(args.run.log_format).map_err(ManagerError::from)?;
         // First SIGTERM/SIGINT: graceful shutdown; second: exit at once.
