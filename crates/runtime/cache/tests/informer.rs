@@ -478,16 +478,15 @@ async fn an_inline_handler_runs_on_the_informers_task_in_order_and_is_contained(
 
     let lw = ScriptedListerWatcher::new();
     lw.push_list_items(vec![cm("a", "1"), cm("b", "1")], "1");
-    lw.push_watch(
-        vec![
-            Ok(WatchEvent::Modified(cm("a", "2"))),
-            Ok(WatchEvent::Added(cm("c", "3"))),
-        ],
-        false,
-    );
+    // The watch's events are sent once the list has been delivered: a DeltaFIFO
+    // (CACHE_TEST_QUEUE=delta) would otherwise hand out a's update with a's add.
+    let watch = lw.push_watch_channel();
     let r = start(lw, None, Duration::ZERO);
     let seen = Seen::default();
     let registration = r.informer.add_event_handler(Inline(seen.clone()));
+    delivered("the initial list", || seen.lock().len() == 2).await;
+    watch.send(Ok(WatchEvent::Modified(cm("a", "2")))).unwrap();
+    watch.send(Ok(WatchEvent::Added(cm("c", "3")))).unwrap();
     delivered("every notification", || seen.lock().len() == 4).await;
     let test_thread = std::thread::current().name().map(str::to_owned);
     assert_eq!(
