@@ -420,8 +420,10 @@ impl<K: Send + Sync + 'static> Listener<K> {
     }
 
     /// Queues a notification about the object at `key` (never blocks), or, for an
-    /// inline handler, hands it over at once.
-    pub(crate) fn add(&self, key: Option<Arc<str>>, notification: Notification<K>) {
+    /// inline handler, hands it over at once. Takes both by reference: only a
+    /// handler thread needs its own copy (reference-count increments), an inline
+    /// handler reads the informer's, and one event goes to every listener.
+    pub(crate) fn add(&self, key: Option<&Arc<str>>, notification: &Notification<K>) {
         let tx = match &self.delivery {
             Delivery::Thread(tx) => tx,
             Delivery::Inline(inline) => {
@@ -432,7 +434,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                         &inline.component,
                         &**handler,
                         key,
-                        &notification,
+                        notification,
                     );
                 }
                 return;
@@ -447,7 +449,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
         // A send fails only when the handler's thread is gone: it could not be
         // started (logged in `spawn`); it runs for as long as the listener exists.
-        let _ = tx.send((key, notification));
+        let _ = tx.send((key.cloned(), notification.clone()));
     }
 
     /// Marks the listener as part of this resync round if its period is due:
@@ -486,7 +488,7 @@ fn run<K: Send + Sync + 'static>(
                 ..
             }
         );
-        deliver(name, component, handler, key, &notification);
+        deliver(name, component, handler, key.as_ref(), &notification);
         if initial {
             tracker.handled_initial();
         }
@@ -499,10 +501,10 @@ fn deliver<K: Send + Sync + 'static>(
     name: &str,
     component: &Arc<str>,
     handler: &dyn EventHandler<K>,
-    key: Option<Arc<str>>,
+    key: Option<&Arc<str>>,
     notification: &Notification<K>,
 ) {
-    if let Some(key) = &key {
+    if let Some(key) = key {
         let (call, initial) = match notification {
             Notification::Add {
                 is_in_initial_list, ..

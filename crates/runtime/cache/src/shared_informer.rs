@@ -67,7 +67,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
     fn distribute(&self, key: Option<&Arc<str>>, notification: Notification<K>, is_sync: bool) {
         for listener in &self.listeners {
             if !is_sync || listener.syncing {
-                listener.add(key.cloned(), notification.clone());
+                listener.add(key, &notification);
             }
         }
     }
@@ -280,8 +280,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             for obj in self.inner.indexer.list() {
                 let key = meta_namespace_key(&*obj).ok().map(Arc::from);
                 listener.add(
-                    key,
-                    Notification::Add {
+                    key.as_ref(),
+                    &Notification::Add {
                         obj,
                         is_in_initial_list: true,
                     },
@@ -290,7 +290,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             // The snapshot is as fresh as the cache: say so, as a bookmark would.
             let rv = self.inner.indexer.last_store_sync_resource_version();
             if let (true, Some(rv)) = (self.inner.in_order.load(Ordering::SeqCst), rv) {
-                listener.add(None, Notification::Bookmark(rv));
+                listener.add(None, &Notification::Bookmark(rv));
             }
         }
         let tracker = listener.tracker.clone();
