@@ -10,8 +10,9 @@
 //! The scenarios are those of `benches/workqueue.rs` (same keys, same operations):
 //! `single`, `string`, `rate_limited`, `dedup` (n adds), `add_after_new` (n at most
 //! 50,000), `readd_waiting`, `two_by_two` (n keys); plus `single_try` (`try_get`
-//! instead of `get().await`), `loop_only` (the loop without the queue) and
-//! `contended` (8 threads, 4 producers, 8 workers). The setup (keys, runtime,
+//! instead of `get().await`), `loop_only` (the loop without the queue), `contended`
+//! (8 threads, 4 producers, 8 workers) and `rmw_floor` (only the atomic
+//! read-modify-writes of a `single` cycle: the floor under it). The setup (keys, runtime,
 //! pre-filled queues) is counted too, so run a scenario with two counts and divide
 //! the difference of the totals by the difference of the counts: that is the cost
 //! of one operation.
@@ -27,6 +28,7 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Builder;
@@ -208,6 +210,34 @@ fn main() {
                 let mut run = async || {
                     for _ in 0..n {
                         black_box(&keys[i % keys.len()]);
+                        i += 1;
+                    }
+                };
+                repeat(min_mode, n, &mut run).await;
+            }
+            "rmw_floor" => {
+                // What the single-worker cycle's atomic read-modify-writes cost with
+                // nothing around them: three lock acquisitions (a compare-exchange,
+                // released with a plain store, as `spin_lock` does) and the key's two
+                // reference-count updates (the queue's clone in `add`, its drop in
+                // `done`). No lock-based queue that stores `Arc<str>` keys makes a
+                // `single` cycle cheaper than this on the machine it runs on.
+                let keys = keys("name", 10_000);
+                let lock = AtomicBool::new(false);
+                let mut i = 0;
+                let mut run = async || {
+                    for _ in 0..n {
+                        for _ in 0..3 {
+                            let lock = black_box(&lock);
+                            while lock
+                                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                                .is_err()
+                            {}
+                            lock.store(false, Ordering::Release);
+                        }
+                        let key = Arc::clone(&keys[i % keys.len()]);
+                        black_box(&key);
+                        drop(key);
                         i += 1;
                     }
                 };
