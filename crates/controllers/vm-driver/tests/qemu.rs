@@ -78,6 +78,16 @@ async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Waits (up to 30 s) until the server `pid` is the only process whose command line
+/// mentions `disk`: right after a start, QEMU's daemonizing parent can still be listed
+/// for a moment (seen once in CI).
+async fn only_the_server_mentions(disk: &Path, pid: u32) {
+    wait_for("only the server to mention its disk", || {
+        pids_mentioning(disk) == [pid]
+    })
+    .await;
+}
+
 fn has_pair(args: &[String], flag: &str, value: &str) -> bool {
     args.windows(2).any(|w| w[0] == flag && w[1] == value)
 }
@@ -95,12 +105,7 @@ async fn lifecycle_idempotency_and_restart() {
     assert_eq!(b.unwrap(), id);
     assert!(disk.exists());
     let pid = first.server_pid("vm-1").unwrap().expect("a running QEMU");
-    // Only the server mentions its disk once QEMU's daemonizing processes are gone (one
-    // was still listed right after a restart in a CI run).
-    wait_for("only the server to mention its disk", || {
-        pids_mentioning(&disk) == [pid]
-    })
-    .await;
+    only_the_server_mentions(&disk, pid).await;
     let args = cmdline(pid);
     assert!(has_pair(&args, "-m", "64"), "{args:?}");
     assert!(has_pair(&args, "-smp", "1"), "{args:?}");
@@ -121,12 +126,7 @@ async fn lifecycle_idempotency_and_restart() {
 
     // Create again: same id, same single process.
     assert_eq!(first.create_server(&spec).await.unwrap(), id);
-    // Only the server mentions its disk once QEMU's daemonizing processes are gone (one
-    // was still listed right after a restart in a CI run).
-    wait_for("only the server to mention its disk", || {
-        pids_mentioning(&disk) == [pid]
-    })
-    .await;
+    only_the_server_mentions(&disk, pid).await;
     assert_eq!(first.server_names().unwrap(), ["vm-1"]);
 
     // "Restart the controller": a new driver on the same directory adopts the VM.
@@ -139,12 +139,7 @@ async fn lifecycle_idempotency_and_restart() {
         ServerState::Running
     );
     assert_eq!(second.create_server(&spec).await.unwrap(), id);
-    // Only the server mentions its disk once QEMU's daemonizing processes are gone (one
-    // was still listed right after a restart in a CI run).
-    wait_for("only the server to mention its disk", || {
-        pids_mentioning(&disk) == [pid]
-    })
-    .await;
+    only_the_server_mentions(&disk, pid).await;
 
     // Delete: process, disk and directory gone; repeating it is fine.
     second.delete_server("vm-1").await.unwrap();
@@ -188,12 +183,7 @@ async fn a_server_whose_qemu_died_is_restarted_by_create_and_cleaned_by_delete()
     assert_eq!(driver.create_server(&tiny("vm-2")).await.unwrap(), id);
     let new_pid = driver.server_pid("vm-2").unwrap().expect("restarted");
     assert_ne!(new_pid, old_pid);
-    // Only the server mentions its disk once QEMU's daemonizing processes are gone (one
-    // was still listed right after a restart in a CI run).
-    wait_for("only the server to mention its disk", || {
-        pids_mentioning(&disk) == [new_pid]
-    })
-    .await;
+    only_the_server_mentions(&disk, new_pid).await;
     assert_eq!(
         driver.server_status("vm-2").await.unwrap().state,
         ServerState::Running
