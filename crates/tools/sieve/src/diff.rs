@@ -8,8 +8,12 @@
 //!   `managedFields` and `selfLink` are dropped; `deletionTimestamp` keeps only that it
 //!   is set; `namespace` becomes `<namespace>` when it is the run's own; a name made from
 //!   `generateName` becomes `<generateName>*`; `ownerReferences[].uid` is dropped;
-//! - `status.conditions[]`: `lastTransitionTime` and `lastUpdateTime` are dropped;
-//! - whatever [`Options::ignore`] adds (e.g. a status timestamp of the controller's own).
+//! - `status.conditions[]`: `lastTransitionTime` and `lastUpdateTime` are dropped, and
+//!   the conditions are sorted by type;
+//! - what the [default ignore rules](crate::ignore::DEFAULT_RULES) drop (a Deployment's
+//!   condition messages, which name its generated ReplicaSet);
+//! - whatever [`Options::ignore`] adds (e.g. a status timestamp of the controller's own:
+//!   the presets' rules, `--ignore`, `--ignore-file`).
 //!
 //! `status.observedGeneration` is kept: it tells whether the controller caught up.
 //!
@@ -19,15 +23,23 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
+
+use crate::ignore::IgnoreRule;
+
+/// [`IgnoreRule::defaults`], parsed once.
+static DEFAULT_RULES: LazyLock<Vec<IgnoreRule>> = LazyLock::new(IgnoreRule::defaults);
 
 /// What the comparison drops beyond the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
-    /// Paths to drop, each a list of keys; `*` stands for every element of an array or
-    /// every key of an object: `["status", "lastUpdateTime"]`.
-    pub ignore: Vec<Vec<String>>,
+    /// Paths to drop, for every kind or one ([`IgnoreRule`]); `*` stands for every
+    /// element of an array or every key of an object: `.status.lastUpdateTime`.
+    /// [`IgnoreRule::defaults`] apply besides these.
+    pub ignore: Vec<IgnoreRule>,
 }
 
 /// The paths every comparison drops (besides the special cases of [`normalize`]).
@@ -136,9 +148,25 @@ pub fn normalize(object: &Json, namespace: &str, options: &Options) -> Json {
     for path in DEFAULT_IGNORED {
         remove_path(&mut object, path);
     }
-    for path in &options.ignore {
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        remove_path(&mut object, &path);
+    let kind = object
+        .get("kind")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    for rule in DEFAULT_RULES.iter().chain(&options.ignore) {
+        if rule.applies_to(&kind) {
+            let path: Vec<&str> = rule.path.iter().map(String::as_str).collect();
+            remove_path(&mut object, &path);
+        }
+    }
+    // Conditions are a map keyed by type (`listType: map`): their order is the order
+    // they were first set in, which differs between two histories that end alike (a
+    // Deployment created at its final size, or scaled to it).
+    if let Some(Json::Array(conditions)) = object.pointer_mut("/status/conditions") {
+        conditions.sort_by(|a, b| {
+            let ty = |c: &Json| c.get("type").and_then(Json::as_str).map(str::to_owned);
+            ty(a).cmp(&ty(b))
+        });
     }
     if let Some(metadata) = object.get_mut("metadata").and_then(Json::as_object_mut) {
         if let Some(deletion) = metadata.get_mut("deletionTimestamp") {

@@ -225,13 +225,8 @@ fn another_namespace_is_not_mapped_and_extra_paths_can_be_ignored() {
 
     let options = Options {
         ignore: vec![
-            vec!["metadata".into(), "namespace".into()],
-            vec![
-                "status".into(),
-                "conditions".into(),
-                "*".into(),
-                "status".into(),
-            ],
+            IgnoreRule::parse(".metadata.namespace").unwrap(),
+            IgnoreRule::parse(".status.conditions[*].status").unwrap(),
         ],
     };
     assert!(compare(&reference(), "sieve-ref", &actual, "sieve-ref", &options).is_empty());
@@ -247,4 +242,86 @@ fn arrays_compare_element_by_element() {
     assert_eq!(differences[0].path, ".spec.containers[0].image");
     assert_eq!(differences[1].path, ".spec.containers[1]");
     assert_eq!(differences[1].reference, None);
+}
+
+/// A Deployment made with a generated name, as a controller from outside makes them
+/// (issue 57, A2): its status names its ReplicaSet, generated too.
+fn generated_deployment(namespace: &str, suffix: &str, conditions: &[(&str, &str)]) -> Json {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": format!("web-{suffix}"), "generateName": "web-", "namespace": namespace},
+        "spec": {"replicas": 2},
+        "status": {
+            "conditions": conditions.iter().map(|(ty, reason)| json!({
+                "type": ty,
+                "status": "True",
+                "reason": reason,
+                "message": format!("ReplicaSet \"web-{suffix}-5d4f8b\" has successfully progressed."),
+            })).collect::<Vec<_>>()
+        }
+    })
+}
+
+#[test]
+fn a_deployments_status_naming_its_replica_set_is_no_difference() {
+    let reference = [generated_deployment(
+        "a",
+        "x7k2p",
+        &[
+            ("Available", "MinimumReplicasAvailable"),
+            ("Progressing", "NewReplicaSetAvailable"),
+        ],
+    )];
+    // Another run: other generated names, the conditions set in another order.
+    let actual = [generated_deployment(
+        "b",
+        "q9zz1",
+        &[
+            ("Progressing", "NewReplicaSetAvailable"),
+            ("Available", "MinimumReplicasAvailable"),
+        ],
+    )];
+    let diff = compare(&reference, "a", &actual, "b", &Options::default());
+    assert!(diff.is_empty(), "{diff}");
+    // A reason is still compared, and the messages of other kinds are kept.
+    let stuck = [generated_deployment(
+        "b",
+        "q9zz1",
+        &[
+            ("Available", "MinimumReplicasAvailable"),
+            ("Progressing", "ProgressDeadlineExceeded"),
+        ],
+    )];
+    let diff = compare(&reference, "a", &stuck, "b", &Options::default());
+    assert_eq!(diff.changed[0].differences.len(), 1, "{diff}");
+    assert_eq!(
+        diff.changed[0].differences[0].path,
+        ".status.conditions[1].reason"
+    );
+    let mut foo = generated_deployment("b", "q9zz1", &[("Ready", "Synced")]);
+    foo["kind"] = json!("Foo");
+    let normalized = normalize(&foo, "b", &Options::default());
+    assert!(normalized.pointer("/status/conditions/0/message").is_some());
+}
+
+#[test]
+fn a_kind_scoped_rule_drops_only_that_kinds_path() {
+    let mut a = generated_deployment("a", "x7k2p", &[]);
+    a["status"]["observedGeneration"] = json!(1);
+    let mut foo = a.clone();
+    foo["kind"] = json!("Foo");
+    let options = Options {
+        ignore: vec![IgnoreRule::parse("Deployment:.status.observedGeneration").unwrap()],
+    };
+    assert!(
+        normalize(&a, "a", &options)
+            .pointer("/status/observedGeneration")
+            .is_none()
+    );
+    assert!(
+        normalize(&foo, "a", &options)
+            .pointer("/status/observedGeneration")
+            .is_some()
+    );
 }

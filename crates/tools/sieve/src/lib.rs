@@ -37,7 +37,7 @@
 //! | the planner | [`plan`] |
 //! | the proxy between the controller and kube-apiserver (on `crates/dev/apiproxy`): records writes and watch events, calls the crash hook after the k-th write, withholds one event, serves lists at an old resourceVersion | [`proxy`] |
 //! | the runner: namespace, proxy, controller, steps, quiescence, kill and restart, end state, clean-up | [`runner`] |
-//! | the end-state comparison | [`diff`] |
+//! | the end-state comparison, and what it ignores (`--ignore`, `--ignore-file`, the defaults) | [`diff`], [`ignore`] |
 //! | the invariants | [`invariants`] |
 //! | the verdicts and the report | [`report`] |
 //!
@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod diff;
+pub mod ignore;
 pub mod invariants;
 pub mod plan;
 pub mod proxy;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use sieve::diff;
+use sieve::ignore::IgnoreRule;
 use sieve::plan::{self, PlanCounts};
 use sieve::report::{self, PlanResult, Verdict};
 use sieve::runner::{self, Environment, RunOutcome, Timing};
@@ -85,10 +86,20 @@ struct Common {
     /// --command.
     #[arg(long)]
     controller: String,
-    /// The controller's command line, words split on spaces, with the placeholders
-    /// {kubeconfig}, {namespace}, {state_dir}, {bin} (default: the preset's).
+    /// The controller's command line, split into words as a shell splits them (quotes,
+    /// backslashes), with the placeholders {kubeconfig}, {namespace}, {state_dir}, {bin}
+    /// (default: the preset's). Each incarnation runs in a process group of its own: a
+    /// crash kills the command's children too.
     #[arg(long)]
     command: Option<String>,
+    /// A path the end-state comparison ignores, for every kind or one kind:
+    /// `.status.server.id`, `Deployment:.status.conditions[*].reason`,
+    /// `.metadata.annotations["example.com/synced"]` (repeatable; added to the preset's).
+    #[arg(long = "ignore", value_name = "[KIND:]PATH")]
+    ignore: Vec<String>,
+    /// A file of --ignore rules, one a line, `#` comments.
+    #[arg(long, value_name = "FILE")]
+    ignore_file: Option<PathBuf>,
     /// Owned kinds captured in the end state besides the workload's, as Kind.group/version
     /// or Kind.version (default: the preset's), e.g. Deployment.apps/v1.
     #[arg(long, value_delimiter = ',')]
@@ -245,6 +256,10 @@ struct Setup {
     workload: Workload,
     workload_name: String,
     timing: Timing,
+    /// The flags that describe the target beyond its name (`--command`, `--capture`,
+    /// `--ignore`, `--ignore-file`), quoted for a shell: a replay command needs them for
+    /// a target that is not a preset.
+    replay_flags: String,
 }
 
 impl Setup {
@@ -268,7 +283,22 @@ impl Setup {
             ),
         };
         if let Some(command) = &common.command {
-            target.command = command.split_whitespace().map(str::to_owned).collect();
+            target.command = target::split_command(command)
+                .filter(|words| !words.is_empty())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("--command {command:?}: empty, or a quote is not closed")
+                })?;
+        }
+        for rule in &common.ignore {
+            target.ignore.push(IgnoreRule::parse(rule)?);
+        }
+        if let Some(file) = &common.ignore_file {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --ignore-file {}", file.display()))?;
+            target.ignore.extend(
+                IgnoreRule::parse_lines(&text)
+                    .with_context(|| format!("--ignore-file {}", file.display()))?,
+            );
         }
         if !common.capture.is_empty() {
             target.owned = common
@@ -287,6 +317,7 @@ impl Setup {
             target,
             workload,
             workload_name: common.workload.display().to_string(),
+            replay_flags: replay_flags(common),
             timing: Timing {
                 quiet: Duration::from_secs_f64(common.quiet),
                 step_bound: Duration::from_secs_f64(common.step_bound),
@@ -359,8 +390,9 @@ impl Setup {
             ignore: self.target.ignore.clone(),
         };
         let command = format!(
-            "{} --learned {}",
+            "{}{} --learned {}",
             plan.command(&self.workload_name, &self.target.name),
+            self.replay_flags,
             learned.display()
         );
         let result = report::judge(
@@ -418,6 +450,27 @@ impl Setup {
         println!("{text}");
         Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
     }
+}
+
+/// ` --command '...' --capture ... --ignore '...'`: what [`Setup::replay_flags`] holds.
+fn replay_flags(common: &Common) -> String {
+    let mut words: Vec<String> = Vec::new();
+    if let Some(command) = &common.command {
+        words.extend(["--command".to_owned(), command.clone()]);
+    }
+    if !common.capture.is_empty() {
+        words.extend(["--capture".to_owned(), common.capture.join(",")]);
+    }
+    for rule in &common.ignore {
+        words.extend(["--ignore".to_owned(), rule.clone()]);
+    }
+    if let Some(file) = &common.ignore_file {
+        words.extend(["--ignore-file".to_owned(), file.display().to_string()]);
+    }
+    words
+        .iter()
+        .map(|w| format!(" {}", shlex::try_quote(w).unwrap_or_else(|_| w.into())))
+        .collect()
 }
 
 fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {

@@ -47,7 +47,10 @@
 //!   [`Recorder::end_stale`] (the runner starts it when it restarts the controller, at
 //!   the resourceVersion this run had reached at the end of step `at_step - 1`, see
 //!   [`plan::versions_at_step_ends`](crate::plan::versions_at_step_ends)), each list
-//!   request is rewritten to `resourceVersion=<rv>&resourceVersionMatch=Exact`; its
+//!   request that a lagging server could answer stale (`resourceVersion=0`, or not
+//!   older than a version at or before `<rv>`: [`may_be_served_stale`]) is rewritten to
+//!   `resourceVersion=<rv>&resourceVersionMatch=Exact`; a list for the most recent state
+//!   (no resourceVersion) goes to the live server as a consistent read would; its
 //!   continue requests keep their tokens, its watches start from what the list
 //!   returned, its writes go to the live server as they are.
 //!
@@ -350,7 +353,9 @@ impl Interceptor for Recorder {
                         resource: api.resource.clone(),
                     });
                 }
-                if let Some(rv) = state.stale_rv.clone() {
+                if let Some(rv) = state.stale_rv.clone()
+                    && may_be_served_stale(&request.uri, &rv)
+                {
                     request.uri = path::with_query(
                         &request.uri,
                         &[("resourceVersion", &rv), ("resourceVersionMatch", "Exact")],
@@ -402,6 +407,31 @@ impl Interceptor for Recorder {
             }),
             _ => body,
         }
+    }
+}
+
+/// Whether a lagging API server may answer the list request `uri` at `stale_rv`: only
+/// a list that lets it ([the API's resourceVersion semantics]). `resourceVersion=0`
+/// ("any": client-go's first list, served from the watch cache) may be as old as the
+/// server's cache is; `resourceVersion=N` without `resourceVersionMatch=Exact` ("not
+/// older than N") may be served at any version from N on, so at `stale_rv` when that is
+/// not older than N. A list without a resourceVersion asks for the most recent state, a
+/// consistent read: the server answers it from etcd, or from a watch cache it first
+/// brings up to etcd's current revision (`ConsistentListFromCache`), never stale; nor
+/// an `Exact` list at another version. A controller whose lists all ask for the most
+/// recent state (ours, kube-runtime's watcher, `kubectl get`) is out of the stale-state
+/// perturbation's reach: its plans are reported not reached, which is a fact about it.
+///
+/// [the API's resourceVersion semantics]: https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list
+fn may_be_served_stale(uri: &http::Uri, stale_rv: &str) -> bool {
+    let Some(asked) = path::query(uri, "resourceVersion").filter(|rv| !rv.is_empty()) else {
+        return false;
+    };
+    let exact = path::query(uri, "resourceVersionMatch").as_deref() == Some("Exact");
+    match (asked.parse::<u64>(), stale_rv.parse::<u64>()) {
+        (Ok(0), _) => !exact,
+        (Ok(asked), Ok(stale)) => !exact && asked <= stale,
+        _ => false,
     }
 }
 

@@ -322,23 +322,40 @@ async fn stale_lists_are_served_at_the_old_version_and_nothing_else_changes() {
         },
     )
     .await;
-    let list = "/apis/apps/v1/namespaces/ns/deployments?labelSelector=app%3Dweb&limit=500";
+    // client-go's first list: resourceVersion=0, "any version" (the watch cache's).
+    let list = "/apis/apps/v1/namespaces/ns/deployments?labelSelector=app%3Dweb&resourceVersion=0";
+    let base = "/apis/apps/v1/namespaces/ns/deployments";
     client.call(Method::GET, list, "").await;
     proxy.interceptor().begin_stale("42");
+    // A list for the most recent state first: a consistent read, never stale (issue 57,
+    // A4: kubectl's own list inside `delete -l` was served stale).
+    client
+        .call(
+            Method::GET,
+            &format!("{base}?labelSelector=app%3Dweb&limit=500"),
+            "",
+        )
+        .await;
+    assert!(
+        !proxy.interceptor().reached(),
+        "a consistent list is not a stale one"
+    );
     for (method, path) in [
-        (Method::GET, list),
+        (Method::GET, list.to_string()),
+        // "Not older than" a version before the stale one: it may be served stale.
+        (Method::GET, format!("{base}?resourceVersion=10")),
+        // "Not older than" a version after it, and an exact other version: not.
+        (Method::GET, format!("{base}?resourceVersion=50")),
         (
             Method::GET,
-            "/apis/apps/v1/namespaces/ns/deployments?limit=500&continue=abc%3D",
+            format!("{base}?resourceVersion=7&resourceVersionMatch=Exact"),
         ),
-        (
-            Method::GET,
-            "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=42",
-        ),
-        (Method::GET, "/apis/apps/v1/namespaces/ns/deployments/web"),
-        (Method::POST, "/apis/apps/v1/namespaces/ns/deployments"),
+        (Method::GET, format!("{base}?limit=500&continue=abc%3D")),
+        (Method::GET, format!("{base}?watch=true&resourceVersion=42")),
+        (Method::GET, format!("{base}/web")),
+        (Method::POST, base.to_string()),
     ] {
-        client.call(method, path, "{}").await;
+        client.call(method, &path, "{}").await;
     }
     proxy.interceptor().end_stale();
     client.call(Method::GET, list, "").await;
@@ -347,11 +364,15 @@ async fn stale_lists_are_served_at_the_old_version_and_nothing_else_changes() {
         seen,
         [
             list.to_string(),
-            format!("{list}&resourceVersion=42&resourceVersionMatch=Exact"),
-            "/apis/apps/v1/namespaces/ns/deployments?limit=500&continue=abc%3D".into(),
-            "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=42".into(),
-            "/apis/apps/v1/namespaces/ns/deployments/web".into(),
-            "/apis/apps/v1/namespaces/ns/deployments".into(),
+            format!("{base}?labelSelector=app%3Dweb&limit=500"),
+            format!("{base}?labelSelector=app%3Dweb&resourceVersion=42&resourceVersionMatch=Exact"),
+            format!("{base}?resourceVersion=42&resourceVersionMatch=Exact"),
+            format!("{base}?resourceVersion=50"),
+            format!("{base}?resourceVersion=7&resourceVersionMatch=Exact"),
+            format!("{base}?limit=500&continue=abc%3D"),
+            format!("{base}?watch=true&resourceVersion=42"),
+            format!("{base}/web"),
+            base.to_string(),
             list.to_string(),
         ]
     );

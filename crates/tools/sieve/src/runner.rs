@@ -20,9 +20,10 @@
 //!    the controller, starts it again with its lists served at the resourceVersion it
 //!    had reached at the end of the previous step (this run's own, from its trace), and
 //!    serves them live again once those lists were served and the controller is quiet;
-//!    an unobserved-state plan's event is withheld by the proxy on its own, and if no
-//!    later event of its object has superseded it once the run is quiet, the proxy
-//!    makes the controller relist ([`Recorder::release_withheld`]);
+//!    an unobserved-state plan's event is withheld by the proxy on its own, across the
+//!    step boundaries, until a later event of its object supersedes it; if none has by
+//!    the time the last step is quiet, the proxy makes the controller relist
+//!    ([`Recorder::release_withheld`]);
 //! 5. the end state (every object of the captured kinds in the namespace, once the
 //!    garbage collector has removed what deleted owners left, up to the bound), then the
 //!    clean-up: the workload's objects deleted while the controller still runs (so it
@@ -285,8 +286,9 @@ pub async fn run(
         liveness: Vec::new(),
     };
     watch.start_all()?;
-    watch.quiescent("start").await;
-    for step in &workload.steps {
+    watch.quiescent("start", false).await;
+    for (index, step) in workload.steps.iter().enumerate() {
+        let last_step = index + 1 == workload.steps.len();
         let recorder = proxy.interceptor();
         recorder.push(Event::StepBegin {
             step: step.number,
@@ -302,17 +304,22 @@ pub async fn run(
             .cluster
             .apply(step, resource, &namespace, timing.step_bound);
         tokio::pin!(apply);
+        let applying_since = Instant::now();
         loop {
             tokio::select! {
                 applied = &mut apply => break applied?,
                 () = tokio::time::sleep(watcher::TICK) => {
                     let what = format!("step {}", step.number);
                     watch.restart_exited(&what).await;
-                    watch.release_long_withheld(&what);
+                    watch.release_long_withheld(&what, applying_since);
                 }
             }
         }
-        watch.quiescent(&format!("step {}", step.number)).await;
+        // A withheld event is released (if nothing superseded it) only once the last
+        // step is quiet: until then a later step may supersede it (watcher.rs says why).
+        watch
+            .quiescent(&format!("step {}", step.number), last_step)
+            .await;
         recorder.push(Event::StepEnd { step: step.number });
         if let Some(Perturbation::StaleState { at_step, .. }) = &perturbation
             && *at_step == step.number
@@ -348,7 +355,9 @@ pub async fn run(
             continue;
         }
         if proxy.interceptor().len() != quiet_at && !out_of_time {
-            watch.quiescent("garbage collection and rollouts").await;
+            watch
+                .quiescent("garbage collection and rollouts", true)
+                .await;
             quiet_at = proxy.interceptor().len();
             continue;
         }

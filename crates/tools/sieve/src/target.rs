@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::ignore::IgnoreRule;
+
 /// One kind the end state captures.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Captured {
@@ -58,9 +60,11 @@ pub struct Target {
     pub env: Vec<(String, String)>,
     /// The owned kinds captured besides the workload's own.
     pub owned: Vec<Captured>,
-    /// Paths the end-state comparison drops for this target (see
+    /// What the end-state comparison drops for this target (see
     /// [`diff::Options`](crate::diff::Options)): values the cluster chooses per run.
-    pub ignore: Vec<Vec<String>>,
+    /// `--ignore` and `--ignore-file` add to a preset's.
+    #[serde(serialize_with = "as_text")]
+    pub ignore: Vec<IgnoreRule>,
     /// How many replicas run at once (a shard group: more than one). Each gets a proxy
     /// listener, so its own `{kubeconfig}`, and the crash point kills the replica that
     /// sent the write.
@@ -95,8 +99,8 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
     };
     let env = vec![("RUST_LOG".to_owned(), "info".to_owned())];
     let service_ips = vec![
-        vec!["spec".to_owned(), "clusterIP".to_owned()],
-        vec!["spec".to_owned(), "clusterIPs".to_owned()],
+        IgnoreRule::everywhere(&["spec", "clusterIP"]),
+        IgnoreRule::everywhere(&["spec", "clusterIPs"]),
     ];
     let target = match name {
         "sample-controller" => Target {
@@ -157,7 +161,7 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
                 &["status", "lastUpdateTime"],
             ]
             .iter()
-            .map(|path| path.iter().map(|s| (*s).to_owned()).collect())
+            .map(|path| IgnoreRule::everywhere(path))
             .collect(),
             replicas: 1,
             quiet: None,
@@ -199,7 +203,7 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
             );
             Target {
                 name: name.to_owned(),
-                command: command.split(' ').map(str::to_owned).collect(),
+                command: split_command(&command).expect("a preset's command splits"),
                 env: Vec::new(),
                 owned: vec![Captured::new("apps/v1", "Deployment")],
                 // The Deployment's rollout history, as kube-controller-manager writes
@@ -213,7 +217,7 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
                     &["status", "observedGeneration"],
                 ]
                 .iter()
-                .map(|path| path.iter().map(|s| (*s).to_owned()).collect())
+                .map(|path| IgnoreRule::everywhere(path))
                 .collect(),
                 replicas: 1,
                 quiet: None,
@@ -221,6 +225,18 @@ pub fn preset(name: &str, go_bin: Option<&str>) -> Option<Target> {
         }
     };
     Some(target)
+}
+
+/// Splits a `--command` into words as a POSIX shell would: `'...'` and `"..."` quote,
+/// `\` escapes (`sh -c 'kubectl get foos --watch | ./filter.py'` is three words).
+/// `None`: an unclosed quote.
+pub fn split_command(command: &str) -> Option<Vec<String>> {
+    shlex::split(command)
+}
+
+/// Serializes rules as their text (`Deployment:.status.conditions[*].message`).
+fn as_text<S: serde::Serializer>(rules: &[IgnoreRule], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(rules.iter().map(ToString::to_string))
 }
 
 /// The modes of the deliberately broken Foo controller (`sieve-broken-foo --mode`), each
@@ -310,6 +326,25 @@ mod tests {
         );
         assert_eq!(broken.owned, [Captured::new("apps/v1", "Deployment")]);
         assert!(preset("broken-foo-sloppy", None).is_none());
+    }
+
+    #[test]
+    fn commands_split_as_a_shell_splits_them() {
+        assert_eq!(
+            split_command(
+                r#"bash -c 'kubectl get foos --watch | python3 "my filter.py"' --ns {namespace}"#
+            )
+            .unwrap(),
+            [
+                "bash",
+                "-c",
+                r#"kubectl get foos --watch | python3 "my filter.py""#,
+                "--ns",
+                "{namespace}"
+            ]
+        );
+        assert_eq!(split_command(r"ctl a\ b  c").unwrap(), ["ctl", "a b", "c"]);
+        assert_eq!(split_command("ctl 'unclosed"), None);
     }
 
     #[test]

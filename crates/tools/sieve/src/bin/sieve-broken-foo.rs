@@ -132,8 +132,13 @@ impl Controller {
     /// Lists Foos and Deployments, syncs every listed Foo, then follows both watches
     /// from the lists' resourceVersions until one ends or fails.
     async fn list_and_watch(&mut self) -> anyhow::Result<()> {
-        let foos = self.foos.list(&ListParams::default()).await?;
-        let deployments = self.deployments.list(&ListParams::default()).await?;
+        // As client-go's reflector lists first: at resourceVersion 0, "any version",
+        // which an API server answers from its watch cache, however far behind that is.
+        // (A list for the most recent state would be a consistent read, which a lagging
+        // server never answers stale: the stale mode's bug would be out of reach.)
+        let any = ListParams::default().match_any();
+        let foos = self.foos.list(&any).await?;
+        let deployments = self.deployments.list(&any).await?;
         self.deployment_cache = deployments.items.into_iter().map(keyed).collect();
         self.foo_cache = foos.items.iter().cloned().map(keyed).collect();
         for foo in &foos.items {

@@ -94,12 +94,16 @@ impl Watcher<'_> {
     /// time the garbage collector removed it), or a step's operation waiting on it (a
     /// recreate waiting for the finalizer of a VM whose deletion the controller never
     /// saw).
-    pub(super) fn release_long_withheld(&self, what: &str) {
+    ///
+    /// The bound counts from `waiting_since` (the start of the current wait: a step's
+    /// operation, or a quiescence wait) or the withholding, whichever is later: a
+    /// withheld event is held across steps (see [`quiescent`](Self::quiescent)), and time
+    /// the run spent quiet between them is not time it spent busy on it.
+    pub(super) fn release_long_withheld(&self, what: &str, waiting_since: Instant) {
         let recorder = self.proxy.interceptor();
-        if recorder
-            .withheld_for()
-            .is_some_and(|held| held >= self.timing.quiet * WITHHELD_BOUND)
-            && recorder.release_withheld()
+        if recorder.withheld_for().is_some_and(|held| {
+            held.min(waiting_since.elapsed()) >= self.timing.quiet * WITHHELD_BOUND
+        }) && recorder.release_withheld()
         {
             tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
             self.proxy.cut_all();
@@ -108,7 +112,15 @@ impl Watcher<'_> {
 
     /// Waits until neither the trace nor the controller's requests have moved for the
     /// quiet period (and the controller has sent at least one request), or the bound.
-    pub(super) async fn quiescent(&mut self, what: &str) {
+    ///
+    /// `release`: once quiet, release a withheld event nothing superseded
+    /// ([`Recorder::release_withheld`](crate::proxy::Recorder::release_withheld)) and wait
+    /// for quiet again. Only after the workload's last step: before it, a later step
+    /// may still change the object, and its next event is what the controller must make
+    /// do with (Sieve's unobserved state). Released at the end of the step it was
+    /// withheld in, an `ADDED` arrives late but intact, and a controller that acts only
+    /// on `ADDED` events is never caught (issue 57, A3).
+    pub(super) async fn quiescent(&mut self, what: &str, release: bool) {
         let start = Instant::now();
         let mut last = (usize::MAX, u64::MAX);
         let mut since = Instant::now();
@@ -116,14 +128,14 @@ impl Watcher<'_> {
             if !self.restart_exited(what).await {
                 return;
             }
-            self.release_long_withheld(what);
+            self.release_long_withheld(what, start);
             let recorder = self.proxy.interceptor();
             let now = (recorder.len(), recorder.requests());
             if now != last {
                 last = now;
                 since = Instant::now();
             } else if now.1 > 0 && since.elapsed() >= self.timing.quiet {
-                if self.proxy.interceptor().release_withheld() {
+                if release && self.proxy.interceptor().release_withheld() {
                     // The withheld event's object never changed again: let the
                     // controller relist, and wait for quiet once more.
                     tracing::info!(what, "sieve: releasing the withheld event (a relist)");
@@ -163,7 +175,7 @@ impl Watcher<'_> {
         while !recorder.reached() && start.elapsed() < self.timing.step_bound {
             tokio::time::sleep(TICK).await;
         }
-        self.quiescent(&format!("step {at_step} (stale restart)"))
+        self.quiescent(&format!("step {at_step} (stale restart)"), false)
             .await;
         recorder.end_stale();
         Ok(())
