@@ -176,5 +176,53 @@ done
 if [ -n "$BROKEN_MODES" ]; then
   log "broken Foo controller checked in $((SECONDS - broken_started)) s"
 fi
+# A controller from outside, given to the tool as a user gives theirs: `--command` and
+# `--capture`, no preset, no ignore rule (crates/tools/sieve/fixtures/outside-foo: bash,
+# kubectl and python, several processes, Deployments with generated names, acting on
+# watch edges). Each mode plants one bug; the perturbation of its name must catch it
+# *for its own reason*: the first failed plan's end state must show the planted bug (an
+# extra Deployment, a missing one, the Foo's spec reverted), not a difference the
+# cluster made. Exit 0 would mean the tool is blind outside its presets.
+OUTSIDE_MODES=${OUTSIDE_MODES-intermediate unobserved stale}
+declare -A outside_pids=()
+outside_started=$SECONDS
+fixture=$(pwd)/crates/tools/sieve/fixtures/outside-foo
+for mode in $OUTSIDE_MODES; do
+  log "outside-foo --mode $mode must be caught by --only $mode (results in $out/outside-foo-$mode)"
+  PATH="$(bash hack/control-plane.sh bin-dir):$PATH" SIEVE_CONTROL_PLANE=$cp_dir SIEVE_BIN_DIR=$bin \
+    "$bin/sieve" test --workload crates/tools/sieve/workloads/ci/broken-foo.yaml \
+    --controller "outside-foo-$mode" \
+    --command "bash '$fixture/controller.sh' --kubeconfig {kubeconfig} --namespace {namespace} --mode $mode" \
+    --capture Deployment.apps/v1 --only "$mode" --stop-at-first-failure \
+    --out "$out/outside-foo-$mode" >"$out/outside-foo-$mode.txt" 2>"$out/outside-foo-$mode.log" &
+  outside_pids[$mode]=$!
+done
+for mode in "${!outside_pids[@]}"; do
+  status=0
+  wait "${outside_pids[$mode]}" || status=$?
+  report=$out/outside-foo-$mode/report.json
+  case $mode in
+    intermediate) want='any(.diff.extra[]; .kind == "Deployment")' ;;
+    unobserved) want='any(.diff.missing[]; .kind == "Deployment")' ;;
+    stale) want='any(.diff.changed[]; .id.kind == "Foo" and any(.differences[]; .path == ".spec.replicas"))' ;;
+  esac
+  if [ "$status" = 1 ] && [ -f "$report" ] &&
+    jq -e "[.[] | select(.verdict == \"fail\")] | first | $want" "$report" >/dev/null; then
+    log "outside-foo-$mode: caught by the $mode perturbation for its planted bug:"
+    sed -n '/ (Fail)$/,/^replay:/p' "$out/outside-foo-$mode/report.md" >&2
+  else
+    log "outside-foo-$mode: NOT caught for its planted bug by the $mode perturbation (sieve test exit $status; want 1 and a first failed plan showing it); report: $out/outside-foo-$mode/report.md; log: $out/outside-foo-$mode.log"
+    cat "$out/outside-foo-$mode.txt" >&2 || true
+    tail -20 "$out/outside-foo-$mode.log" >&2
+    if [ "$status" = 3 ]; then
+      rc=3
+    elif [ "$rc" = 0 ]; then
+      rc=1
+    fi
+  fi
+done
+if [ -n "$OUTSIDE_MODES" ]; then
+  log "outside Foo controller checked in $((SECONDS - outside_started)) s"
+fi
 log "reports: $out/*/report.md (exit $rc)"
 exit $rc

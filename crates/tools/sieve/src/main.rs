@@ -349,6 +349,9 @@ impl Setup {
             PlanCounts::of(&plans),
             outcome.end_state.len()
         );
+        for refused in &outcome.refused {
+            eprintln!("sieve: {refused} (every plan must see the same)");
+        }
         for f in &findings {
             eprintln!("sieve: the learning run is not clean: {f}");
         }

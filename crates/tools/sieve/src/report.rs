@@ -83,6 +83,24 @@ pub fn judge(
             .iter()
             .map(|o| format!("not deleted after the run (a finalizer left): {o}")),
     );
+    // The steps the API server refused are the same in every run: admission that
+    // answers a user's request by the state a perturbation changed is a finding.
+    let steps = |refused: &[String]| -> Vec<String> {
+        refused
+            .iter()
+            .map(|r| {
+                r.split_once(':')
+                    .map_or(r.as_str(), |(step, _)| step)
+                    .to_owned()
+            })
+            .collect()
+    };
+    if steps(&outcome.refused) != steps(&reference.refused) {
+        findings.push(format!(
+            "the API server refused other steps than in the reference: {:?} (reference {:?})",
+            outcome.refused, reference.refused
+        ));
+    }
     let verdict = if !outcome.reached {
         Verdict::NotReached
     } else if findings.is_empty() {
@@ -203,6 +221,7 @@ mod tests {
             incarnations: 1,
             logs: Vec::new(),
             not_cleaned_up: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -228,6 +247,27 @@ mod tests {
         let mut panicked = outcome("d", 3, true);
         panicked.panics.push("controller-1.log: panicked at".into());
         assert_eq!(judged(&panicked).verdict, Verdict::Fail);
+        // A refused step is an outcome: the same refusal passes, another one fails.
+        let refusal = |step: &str| {
+            format!("step {step} (update Foo web): refused (422): spec.replicas: Invalid value")
+        };
+        let mut refused_reference = outcome("learn", 3, true);
+        refused_reference.refused.push(refusal("2"));
+        let mut same = outcome("e", 3, true);
+        same.refused
+            .push(refusal("2").replace("Invalid value", "Invalid value: 0"));
+        let refused_judged =
+            |o: &RunOutcome| judge(&plan, o, &refused_reference, &opts, "replay".into(), 1.0);
+        assert_eq!(refused_judged(&same).verdict, Verdict::Pass);
+        let mut other = outcome("f", 3, true);
+        other.refused.push(refusal("3"));
+        let judged_other = refused_judged(&other);
+        assert_eq!(judged_other.verdict, Verdict::Fail);
+        assert!(
+            judged_other.findings[0].contains("refused other steps"),
+            "{:?}",
+            judged_other.findings
+        );
         let results = vec![judged(&outcome("a", 3, true)), failed];
         let rows = tally(&results);
         assert_eq!(

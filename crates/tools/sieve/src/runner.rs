@@ -82,6 +82,23 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// The API server's answer when it refused the user's object itself (invalid under
+    /// the schema or a CEL rule, denied by an admission webhook: 400, 403, 422), rather
+    /// than the run failing: a step of a workload derived from a schema may be refused by
+    /// a rule the schema does not show, and a refusal is then the step's outcome.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            Self::Kube {
+                action,
+                source: kube::Error::Api(status),
+            } if matches!(status.code, 400 | 403 | 422) => Some(format!(
+                "{action}: refused ({}): {}",
+                status.code, status.message
+            )),
+            _ => None,
+        }
+    }
+
     fn io(action: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
             action: action.into(),
@@ -192,6 +209,10 @@ pub struct RunOutcome {
     /// Workload objects still there after the clean-up's bound (a finalizer nobody
     /// removed).
     pub not_cleaned_up: Vec<String>,
+    /// Steps the API server refused (invalid, or denied by admission): `step N (...):
+    /// refused (422): ...`. The run goes on without them.
+    #[serde(default)]
+    pub refused: Vec<String>,
 }
 
 /// One run of `workload` against `target` under `plan` (none: the learning run),
@@ -287,6 +308,7 @@ pub async fn run(
     };
     watch.start_all()?;
     watch.quiescent("start", false).await;
+    let mut refused_steps = Vec::new();
     for (index, step) in workload.steps.iter().enumerate() {
         let last_step = index + 1 == workload.steps.len();
         let recorder = proxy.interceptor();
@@ -307,7 +329,17 @@ pub async fn run(
         let applying_since = Instant::now();
         loop {
             tokio::select! {
-                applied = &mut apply => break applied?,
+                applied = &mut apply => match applied {
+                    Ok(()) => break,
+                    Err(e) => match e.refusal() {
+                        Some(refused) => {
+                            tracing::warn!(%refused, "sieve: a step was refused");
+                            refused_steps.push(refused);
+                            break;
+                        }
+                        None => return Err(e),
+                    },
+                },
                 () = tokio::time::sleep(watcher::TICK) => {
                     let what = format!("step {}", step.number);
                     watch.restart_exited(&what).await;
@@ -409,6 +441,7 @@ pub async fn run(
         incarnations: controller.incarnations(),
         logs: controller.logs().to_vec(),
         not_cleaned_up,
+        refused: refused_steps,
     })
 }
 
