@@ -136,7 +136,7 @@ struct ApiArgs {
     #[arg(long)]
     image: Option<String>,
     /// The image's container port (with --image; default 80).
-    #[arg(long, value_name = "PORT")]
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     image_container_port: Option<u16>,
     /// The project's root.
     #[arg(long, default_value = ".")]

@@ -1,115 +1,12 @@
 //! Every refusal of `kcr`: the message names the flag (or file) and the rule, and the
 //! command wrote nothing.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::PathBuf;
 use std::process::Command;
 
-/// A fresh directory under the system's temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "kcr-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("test setup")
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).expect("test setup");
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn kcr(dir: &Path, args: &[&str]) -> (bool, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_kcr"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("test setup");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-/// Every file under `dir` with its content.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("test setup") {
-            let path = entry.expect("test setup").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.clone(), std::fs::read(&path).expect("test setup"));
-            }
-        }
-    }
-    files
-}
-
-/// A project with one kind.
-fn project() -> TempDir {
-    let dir = TempDir::new("project");
-    let (ok, err) = kcr(
-        &dir.0,
-        &[
-            "init",
-            "--domain",
-            "my.domain",
-            "--repo",
-            "my.domain/guestbook",
-            "--project-name",
-            "guestbook",
-            "--runtime-path",
-            "../..",
-        ],
-    );
-    assert!(ok, "{err}");
-    let (ok, err) = kcr(
-        &dir.0,
-        &[
-            "create",
-            "api",
-            "--group",
-            "webapp",
-            "--version",
-            "v1",
-            "--kind",
-            "Guestbook",
-        ],
-    );
-    assert!(ok, "{err}");
-    dir
-}
-
-/// Runs `args` in `dir`, expects a refusal whose message contains every `expected`
-/// fragment, and checks nothing under `dir` changed.
-fn refused(dir: &Path, args: &[&str], expected: &[&str]) {
-    let before = snapshot(dir);
-    let (ok, err) = kcr(dir, args);
-    assert!(!ok, "{args:?} succeeded");
-    for fragment in expected {
-        assert!(
-            err.contains(fragment),
-            "{args:?}: {err:?} lacks {fragment:?}"
-        );
-    }
-    assert!(
-        snapshot(dir) == before,
-        "{args:?} changed files although it failed"
-    );
-}
+use support::{TempDir, kcr, project, refused};
 
 #[test]
 fn a_group_that_is_not_a_dns_subdomain() {
@@ -167,6 +64,58 @@ fn a_version_that_is_not_a_kubernetes_version() {
             ],
             &[&format!("invalid --version {version:?}"), "v<N>beta<M>"],
         );
+    }
+}
+
+/// Kinds whose project would not compile: a name the generated code imports or
+/// declares (E0252, E0255), one of Rust's prelude, a Rust keyword as the module name.
+/// Each is refused with the reason, not with rustfmt's errors, and nothing is written.
+#[test]
+fn a_kind_the_generated_code_cannot_use() {
+    let dir = project();
+    for (kind, image, reason) in [
+        ("Error", false, "already uses the name Error"),
+        ("Option", false, "Rust's prelude"),
+        (
+            "Condition",
+            false,
+            "already uses the name Condition (imported from k8s_openapi::",
+        ),
+        (
+            "Request",
+            false,
+            "already uses the name Request (imported from builder::Request)",
+        ),
+        (
+            "Deployment",
+            true,
+            "imported from k8s_openapi::api::apps::v1::Deployment",
+        ),
+        ("Type", false, "Type is a reserved word in Rust"),
+        ("Self", false, "Self is a reserved word in Rust"),
+        ("Crate", false, "Crate is a reserved word in Rust"),
+    ] {
+        let mut args = vec![
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            kind,
+        ];
+        if image {
+            args.extend(["--image", "nginx:1.27"]);
+        }
+        let message = format!("invalid --kind {kind:?}");
+        refused(
+            &dir.0,
+            &args,
+            &[&message, reason, "choose another kind name"],
+        );
+        let (_, err) = kcr(&dir.0, &args);
+        assert!(!err.contains("rustfmt"), "{kind}: {err}");
     }
 }
 
@@ -236,7 +185,14 @@ fn init_in_a_non_empty_directory_unless_forced() {
         "--project-name",
         "x",
     ];
-    refused(&dir.0, &args, &["is not empty", "notes.txt", "--force"]);
+    refused(&dir.0, &args, &["is not empty (notes.txt)", "--force"]);
+    let (_, err) = kcr(&dir.0, &args);
+    assert!(
+        !err.contains("others"),
+        "one file is not 'and others': {err}"
+    );
+    std::fs::write(dir.0.join("todo.txt"), "mine too").expect("test setup");
+    refused(&dir.0, &args, &["is not empty (notes.txt and 1 other)"]);
     let (ok, err) = kcr(&dir.0, &[&args[..], &["--force"]].concat());
     assert!(ok, "{err}");
     assert_eq!(
@@ -406,6 +362,27 @@ fn image_flags() {
         ],
         &["--image-container-port", "pass --image too"],
     );
+    // clap's own range is the rule: 1 to 65535, not 0..=65535 and then a refusal of 0.
+    for port in ["0", "65536"] {
+        refused(
+            &dir.0,
+            &[
+                "create",
+                "api",
+                "--group",
+                "cache",
+                "--version",
+                "v1",
+                "--kind",
+                "Memcached",
+                "--image",
+                "memcached:1.6",
+                "--image-container-port",
+                port,
+            ],
+            &[&format!("{port} is not in 1..=65535")],
+        );
+    }
 }
 
 #[test]

@@ -90,7 +90,13 @@ fn the_scaffold_writes_testdata_project() {
             None => differences.push(format!(
                 "{relative}: written by kcr, missing from testdata/project"
             )),
-            Some(g) if g != content => differences.push(format!("{relative}: differs")),
+            Some(g) if g != content => differences.push(format!(
+                "{relative}: differs\n{}",
+                excerpt(
+                    &String::from_utf8_lossy(g),
+                    &String::from_utf8_lossy(content)
+                )
+            )),
             Some(_) => {}
         }
     }
@@ -106,4 +112,71 @@ fn the_scaffold_writes_testdata_project() {
         "testdata/project is not what kcr writes (UPDATE_GOLDEN=1 cargo test -p kcr --test golden, then review the diff):\n  {}",
         differences.join("\n  ")
     );
+}
+
+/// The lines that differ between `golden` and `generated`, as one unified-diff hunk
+/// (`-` testdata/project, `+` what kcr writes) with up to 3 lines of context, at most
+/// 20 changed lines of each side shown: enough to see the change without opening files.
+fn excerpt(golden: &str, generated: &str) -> String {
+    const CONTEXT: usize = 3;
+    const SHOWN: usize = 20;
+    let old: Vec<&str> = golden.lines().collect();
+    let new: Vec<&str> = generated.lines().collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old_changed, new_changed) = (
+        &old[prefix..old.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
+    let start = prefix.saturating_sub(CONTEXT);
+    let after = &old[old.len() - suffix..];
+    let after = &after[..after.len().min(CONTEXT)];
+    let mut out = format!(
+        "    @@ -{},{} +{},{} @@\n",
+        start + 1,
+        prefix - start + old_changed.len() + after.len(),
+        start + 1,
+        prefix - start + new_changed.len() + after.len(),
+    );
+    let mut push = |mark: char, lines: &[&str]| {
+        for line in lines.iter().take(SHOWN) {
+            out.push_str(&format!("    {mark}{line}\n"));
+        }
+        if lines.len() > SHOWN {
+            out.push_str(&format!(
+                "    {mark}... ({} more lines)\n",
+                lines.len() - SHOWN
+            ));
+        }
+    };
+    push(' ', &old[start..prefix]);
+    push('-', old_changed);
+    push('+', new_changed);
+    push(' ', after);
+    if old_changed.is_empty() && new_changed.is_empty() {
+        out.push_str("    (only the line endings differ)\n");
+    }
+    out
+}
+
+#[test]
+fn a_difference_is_shown_as_its_lines() {
+    let golden = "a\nb\nc\nd\ne\nf\ng\nh\n";
+    let generated = "a\nb\nc\nd\nE\nE2\nf\ng\nh\n";
+    assert_eq!(
+        excerpt(golden, generated),
+        "    @@ -2,7 +2,8 @@\n     b\n     c\n     d\n    -e\n    +E\n    +E2\n     f\n     g\n     h\n"
+    );
+    // A line added at the end.
+    assert_eq!(
+        excerpt("a\n", "a\nb\n"),
+        "    @@ -1,1 +1,2 @@\n     a\n    +b\n"
+    );
+    // Only the final newline differs.
+    assert!(excerpt("a\n", "a").contains("only the line endings differ"));
 }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use crate::error::ScaffoldError;
 use crate::init::project_vars;
 use crate::names::{
-    check_dns_subdomain, check_image, check_kind, check_version, plural, snake_case,
+    check_dns_subdomain, check_image, check_kind, check_kind_is_free, check_version, plural,
+    snake_case,
 };
 use crate::plan::{Applied, Plan};
 use crate::project::{PROJECT_FILE, Project, Resource};
@@ -48,6 +49,7 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
             ));
         }
     }
+    check_kind_is_free(&options.kind, &kind_templates(options.image.is_some()))?;
     if options.container_port.is_some() && options.image.is_none() {
         return Err(ScaffoldError::Usage(
             "--image-container-port is the port of --image's container: pass --image too".into(),
@@ -171,6 +173,13 @@ pub fn create_api(options: &ApiOptions) -> Result<Applied, ScaffoldError> {
             vars.render("{{crate_name}}::controller::{{kind_snake}}::setup(mgr)?;"),
         );
         if image {
+            // The image the controller runs, set where kubebuilder's deploy-image plugin
+            // sets it: the manager's Deployment (the controller's IMAGE_ENV).
+            plan.insert(
+                "deploy/manager/manager.yaml",
+                "# +kcr:scaffold:env",
+                vars.render("- name: {{kind_upper}}_IMAGE\n  value: {{image}}"),
+            );
             // Its unit tests in a file of their own (`mod tests;`): the controller stays short.
             plan.create(
                 format!("src/controller/{module}/tests.rs"),
@@ -229,6 +238,24 @@ pub(crate) fn resource_vars(project: &Project, resource: &Resource) -> Vars {
     vars
 }
 
+/// The Rust templates whose code a kind's names must not collide with: its own files,
+/// the project's (`init`), and for a plain kind the webhooks it may get later.
+fn kind_templates(image: bool) -> Vec<&'static str> {
+    let mut templates: Vec<&'static str> = crate::init::rust_templates().collect();
+    if image {
+        templates.extend([
+            IMAGE_TYPES,
+            IMAGE_CONTROLLER,
+            IMAGE_CONTROLLER_TESTS,
+            IMAGE_E2E,
+        ]);
+    } else {
+        templates.extend([TYPES, CONTROLLER, E2E, E2E_CLUSTER]);
+        templates.extend(crate::webhook::RUST_TEMPLATES);
+    }
+    templates
+}
+
 const TYPES: &str = include_str!("../templates/api/types.rs.tpl");
 const CONTROLLER: &str = include_str!("../templates/api/controller.rs.tpl");
 const E2E: &str = include_str!("../templates/api/e2e.rs.tpl");
@@ -260,6 +287,45 @@ mod tests {
                 version: None,
             },
             resources: Vec::new(),
+        }
+    }
+
+    /// Kinds whose generated project would not compile (E0252, E0255, a keyword as a
+    /// module name) are refused before anything is written; the kinds of the tests and
+    /// the tutorial are not.
+    #[test]
+    fn kinds_the_generated_code_cannot_use() {
+        for kind in [
+            "Error",
+            "Option",
+            "Condition",
+            "Request",
+            "Type",
+            "Self",
+            "Crate",
+        ] {
+            for image in [false, true] {
+                assert!(
+                    check_kind_is_free(kind, &kind_templates(image)).is_err(),
+                    "{kind} (image: {image})"
+                );
+            }
+        }
+        // A plain kind named Deployment compiles; one deploying an image uses
+        // apps/v1's Deployment beside it.
+        check_kind_is_free("Deployment", &kind_templates(false)).unwrap();
+        assert!(check_kind_is_free("Deployment", &kind_templates(true)).is_err());
+        for kind in [
+            "Guestbook",
+            "Memcached",
+            "ClusterPolicy",
+            "Blog",
+            "CronJob",
+            "Backup",
+        ] {
+            for image in [false, true] {
+                check_kind_is_free(kind, &kind_templates(image)).unwrap();
+            }
         }
     }
 

@@ -17,15 +17,26 @@ pub enum ScaffoldError {
         /// The rule it breaks.
         rule: &'static str,
     },
+    /// A kind whose name the generated code cannot use.
+    #[error("invalid --kind {kind:?}: {reason}; choose another kind name")]
+    ReservedKind {
+        /// The kind.
+        kind: String,
+        /// Why its name cannot be used.
+        reason: String,
+    },
     /// `init` in a directory that already holds files.
     #[error(
-        "{dir} is not empty ({first} and others): `kcr init` writes a new project; run it in an empty directory, or pass --force to write beside those files"
+        "{dir} is not empty ({first}{}): `kcr init` writes a new project; run it in an empty directory, or pass --force to write beside those files",
+        and_others(*.others)
     )]
     NotEmpty {
         /// The directory.
         dir: PathBuf,
-        /// One of the entries found.
+        /// The first entry found (by name).
         first: String,
+        /// How many other entries there are.
+        others: usize,
     },
     /// `create` outside a project.
     #[error(
@@ -114,6 +125,15 @@ pub enum ScaffoldError {
         /// rustfmt's message.
         message: String,
     },
+}
+
+/// `" and 2 others"`, `" and 1 other"` or nothing.
+fn and_others(others: usize) -> String {
+    match others {
+        0 => String::new(),
+        1 => " and 1 other".to_owned(),
+        n => format!(" and {n} others"),
+    }
 }
 
 impl ScaffoldError {

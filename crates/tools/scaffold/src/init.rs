@@ -146,6 +146,14 @@ pub(crate) fn project_vars(project: &Project) -> Vars {
     vars
 }
 
+/// The templates of the Rust files `init` writes.
+pub(crate) fn rust_templates() -> impl Iterator<Item = &'static str> {
+    INIT_FILES
+        .iter()
+        .filter(|(path, _)| path.ends_with(".rs"))
+        .map(|(_, template)| *template)
+}
+
 /// What `init` writes, besides PROJECT.
 const INIT_FILES: &[(&str, &str)] = &[
     (
@@ -270,11 +278,13 @@ fn check_empty(dir: &Path) -> Result<(), ScaffoldError> {
         .filter(|name| name != ".git")
         .collect();
     names.sort();
+    let others = names.len().saturating_sub(1);
     match names.into_iter().next() {
         None => Ok(()),
         Some(first) => Err(ScaffoldError::NotEmpty {
             dir: dir.to_path_buf(),
             first,
+            others,
         }),
     }
 }

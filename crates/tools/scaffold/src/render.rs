@@ -23,64 +23,72 @@ impl Vars {
     /// When a placeholder has no value: a template bug, which the tests of every
     /// template catch.
     pub fn render(&self, template: &str) -> String {
-        let mut out = String::with_capacity(template.len());
-        let mut rest = template;
-        while let Some(start) = rest.find("{{") {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let end = after.find("}}");
-            let name = end.map(|end| &after[..end]);
-            match name {
-                Some(name)
-                    if !name.is_empty()
-                        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
-                {
-                    let value = self.0.get(name).unwrap_or_else(|| {
-                        panic!("template placeholder {{{{{name}}}}} has no value")
-                    });
-                    out.push_str(value);
-                    rest = &after[name.len() + 2..];
-                }
-                // Not a placeholder (Rust's `{{` in a format string, or `{{{name}}`
-                // where a brace precedes one): keep one brace and look again after it.
-                _ => {
-                    out.push('{');
-                    rest = &rest[start + 1..];
-                }
-            }
-        }
-        out.push_str(rest);
-        out
+        replace_placeholders(template, |name| {
+            self.0
+                .get(name)
+                .unwrap_or_else(|| panic!("template placeholder {{{{{name}}}}} has no value"))
+                .clone()
+        })
     }
 }
 
+/// `template` with every `{{name}}` replaced by `value(name)`.
+pub(crate) fn replace_placeholders(template: &str, value: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find("}}");
+        let name = end.map(|end| &after[..end]);
+        match name {
+            Some(name)
+                if !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+            {
+                out.push_str(&value(name));
+                rest = &after[name.len() + 2..];
+            }
+            // Not a placeholder (Rust's `{{` in a format string, or `{{{name}}` where a
+            // brace precedes one): keep one brace and look again after it.
+            _ => {
+                out.push('{');
+                rest = &rest[start + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `template` without the sections whose flag is off: a line holding `kcr:if NAME`
-/// opens a section, one holding `kcr:end` closes it; both lines are dropped, and the
-/// lines between them kept only when `NAME` is on in `flags`. Sections do not nest.
+/// opens a section, one holding `kcr:end` closes the innermost open one; both lines are
+/// dropped, and the lines between them kept only when `NAME` is on in `flags` (and so
+/// is every section around it). Sections nest.
 ///
 /// # Panics
-/// On a section named in no flag, or left open: template bugs.
+/// On a section named in no flag, an `kcr:end` without a section, or a section left
+/// open: template bugs.
 pub fn sections(template: &str, flags: &[(&str, bool)]) -> String {
     let mut out = String::with_capacity(template.len());
-    let mut keep = true;
-    let mut open = false;
+    // The flags of the open sections, outermost first.
+    let mut open: Vec<bool> = Vec::new();
     for line in template.split_inclusive('\n') {
         if let Some(name) = line.split("kcr:if ").nth(1) {
             let name = name.trim();
-            keep = flags
+            let on = flags
                 .iter()
                 .find(|(flag, _)| *flag == name)
                 .unwrap_or_else(|| panic!("template section {name:?} has no flag"))
                 .1;
-            open = true;
+            open.push(on);
         } else if line.contains("kcr:end") {
-            keep = true;
-            open = false;
-        } else if keep {
+            open.pop().expect("a template's kcr:end closes no section");
+        } else if open.iter().all(|on| *on) {
             out.push_str(line);
         }
     }
-    assert!(!open, "a template section is not closed");
+    assert!(open.is_empty(), "a template section is not closed");
     out
 }
 
@@ -114,6 +122,20 @@ mod tests {
         assert_eq!(
             sections(template, &[("x", true), ("y", false)]),
             "a\nb\nd\n"
+        );
+    }
+
+    #[test]
+    fn sections_nest() {
+        let template = "a\n// kcr:if x\nb\n// kcr:if y\nc\n// kcr:end\nd\n// kcr:end\ne\n";
+        assert_eq!(
+            sections(template, &[("x", true), ("y", false)]),
+            "a\nb\nd\ne\n"
+        );
+        assert_eq!(sections(template, &[("x", false), ("y", true)]), "a\ne\n");
+        assert_eq!(
+            sections(template, &[("x", true), ("y", true)]),
+            "a\nb\nc\nd\ne\n"
         );
     }
 }

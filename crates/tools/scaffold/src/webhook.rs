@@ -66,6 +66,14 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
         });
     }
 
+    // The example rules read `spec.title` and `spec.maxEntries`: written only when the
+    // spec still has them as `create api` wrote them; otherwise the webhooks start empty,
+    // so the project keeps compiling whatever the user made of the spec.
+    let api_file = vars.render("src/api/{{api_module}}.rs");
+    let api_text = std::fs::read_to_string(options.dir.join(&api_file))
+        .map_err(|e| ScaffoldError::io(options.dir.join(&api_file), e))?;
+    let example = has_example_fields(&api_text, &resource.kind);
+
     let mut plan = Plan::default();
     // deploy/'s webhook parts come with the first webhook; each kind adds to them.
     if first_webhook {
@@ -88,6 +96,8 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
     let flags = [
         ("defaulting", options.defaulting),
         ("validation", options.validation),
+        ("example", example),
+        ("generic", !example),
     ];
     plan.create(
         format!("src/webhook/{module}.rs"),
@@ -138,6 +148,30 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
     plan.apply(&options.dir)
 }
 
+/// Whether `api_text` (the kind's API file) declares `<kind>Spec` with the example
+/// fields the example webhook rules read, typed as `create api` wrote them.
+fn has_example_fields(api_text: &str, kind: &str) -> bool {
+    let opening = format!("pub struct {kind}Spec {{");
+    let Some(start) = api_text.find(&opening) else {
+        return false;
+    };
+    let body = &api_text[start + opening.len()..];
+    let body = &body[..body.find("\n}").unwrap_or(body.len())];
+    let fields: Vec<String> = body
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    [
+        "pub title: Option<String>,",
+        "pub max_entries: Option<i32>,",
+    ]
+    .iter()
+    .all(|field| fields.iter().any(|line| line == field))
+}
+
+/// The Rust templates of a kind's webhooks.
+pub(crate) const RUST_TEMPLATES: [&str; 2] = [WEBHOOK, WEBHOOK_E2E];
+
 const WEBHOOK: &str = include_str!("../templates/webhook/webhook.rs.tpl");
 const WEBHOOK_E2E: &str = include_str!("../templates/webhook/e2e.rs.tpl");
 const MUTATING_CONFIGURATION: &str = include_str!("../templates/webhook/deploy/mutating.yaml.tpl");
@@ -167,3 +201,67 @@ const FIRST_WEBHOOK_FILES: &[(&str, &str)] = &[
         include_str!("../templates/webhook/deploy/manager_webhook_patch.yaml.tpl"),
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = "pub struct GuestbookSpec {
+    /// The title.
+    #[serde(default, skip_serializing_if = \"Option::is_none\")]
+    pub title: Option<String>,
+
+    /// How many.
+    pub max_entries: Option<i32>,
+}
+
+pub struct GuestbookStatus {
+    pub max_entries: Option<i32>,
+}
+";
+
+    /// Every combination of flags renders (its sections balance), and without the
+    /// example fields nothing reads them.
+    #[test]
+    fn every_combination_renders() {
+        for (defaulting, validation) in [(true, true), (true, false), (false, true)] {
+            for example in [true, false] {
+                let flags = [
+                    ("defaulting", defaulting),
+                    ("validation", validation),
+                    ("example", example),
+                    ("generic", !example),
+                ];
+                for template in RUST_TEMPLATES {
+                    let out = sections(template, &flags);
+                    let code: Vec<&str> = out
+                        .lines()
+                        .filter(|l| !l.trim_start().starts_with("//"))
+                        .collect();
+                    let reads = code.iter().any(|l| l.contains("max_entries"));
+                    assert_eq!(reads, example, "{flags:?}:\n{out}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_example_fields_are_found_only_in_the_spec_as_written() {
+        assert!(has_example_fields(SPEC, "Guestbook"));
+        // A field added: still the example's fields.
+        let added = SPEC.replace(
+            "    pub max_entries",
+            "    pub theme: String,\n    pub max_entries",
+        );
+        assert!(has_example_fields(&added, "Guestbook"));
+        // One removed, renamed or retyped: the example rules would not compile.
+        let removed = SPEC.replace("    pub title: Option<String>,\n", "");
+        assert!(!has_example_fields(&removed, "Guestbook"));
+        let retyped = SPEC.replacen("max_entries: Option<i32>", "max_entries: Option<u32>", 1);
+        assert!(!has_example_fields(&retyped, "Guestbook"));
+        // Only in another struct, or another kind.
+        let status_only = SPEC.replacen("    pub max_entries: Option<i32>,\n", "", 1);
+        assert!(!has_example_fields(&status_only, "Guestbook"));
+        assert!(!has_example_fields(SPEC, "Blog"));
+    }
+}

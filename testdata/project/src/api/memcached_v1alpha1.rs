@@ -6,7 +6,7 @@
 //! runs them as a Deployment it owns and reports a `Ready` condition.
 //!
 //! ```
-//! use guestbook::api::memcached_v1alpha1::{Memcached, MemcachedSpec};
+//! use guestbook::api::memcached_v1alpha1::Memcached;
 //!
 //! let memcached: Memcached = serde_json::from_value(serde_json::json!({
 //!     "apiVersion": "cache.my.domain/v1alpha1",
@@ -15,7 +15,8 @@
 //!     "spec": {"size": 2},
 //! }))
 //! .unwrap();
-//! assert_eq!(memcached.spec, MemcachedSpec { size: 2, container_port: 11211 });
+//! assert_eq!(memcached.spec.size, 2);
+//! assert_eq!(memcached.spec.container_port, 11211);
 //! ```
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;

@@ -113,12 +113,11 @@ mod tests {
     use serde_json::json;
     use webhook::{DefaultingHandler, Handler, Request};
 
+    /// A Guestbook with `max_entries`; its other fields keep their defaults.
     fn guestbook(max_entries: Option<i32>) -> Guestbook {
-        let spec = GuestbookSpec {
-            title: None,
-            max_entries,
-        };
-        Guestbook::new("party", spec)
+        let mut guestbook = Guestbook::new("party", GuestbookSpec::default());
+        guestbook.spec.max_entries = max_entries;
+        guestbook
     }
 
     #[test]

@@ -42,13 +42,9 @@ async fn the_api_server_defaults_and_validates_guestbooks() -> anyhow::Result<()
     let guestbooks = api::<Guestbook>(&env);
 
     // Refused at the door, with the validator's message; nothing is stored.
-    let bad = GuestbookSpec {
-        title: None,
-        max_entries: Some(0),
-    };
-    let refused = guestbooks
-        .create(&PostParams::default(), &Guestbook::new("bad", bad))
-        .await;
+    let mut bad = Guestbook::new("bad", GuestbookSpec::default());
+    bad.spec.max_entries = Some(0);
+    let refused = guestbooks.create(&PostParams::default(), &bad).await;
     match refused {
         Err(kube::Error::Api(status)) => {
             assert_eq!(status.code, 422, "{status:?}");

@@ -19,11 +19,10 @@ async fn a_{{kind_snake}}_becomes_ready_and_is_finalized_on_delete() -> anyhow::
     let {{plural}}: Api<{{kind}}> = Api::all(env.client().clone());
     let name = format!("{{kind_lower}}-{}", env.namespace());
 
-    // TODO(user): a {{kind}} with the fields your controller acts on.
-    let spec = {{kind}}Spec {
-        title: Some("Hello".into()),
-        max_entries: Some(10),
-    };
+    // TODO(user): a {{kind}} with the fields your controller acts on, e.g.
+    // `{{kind}}Spec { title: Some("Hello".into()), ..Default::default() }`: the fields not
+    // named keep their defaults, so a field added to the spec does not break this test.
+    let spec = {{kind}}Spec::default();
     let created = {{plural}}
         .create(
             &PostParams::default(),

@@ -11,12 +11,12 @@ use k8s_openapi::api::apps::v1::DeploymentStatus;
 use record::FakeRecorder;
 use serde_json::Value;
 
-/// A {{kind}} of `size` as the API server would have stored it.
+/// A {{kind}} of `size` as the API server would have stored it: its spec read from
+/// JSON, so the fields not named take their serde defaults (and a field added to the
+/// spec does not break the tests).
 fn stored_{{kind_snake}}(size: i32) -> {{kind}} {
-    let spec = {{kind}}Spec {
-        size,
-        container_port: {{container_port}},
-    };
+    let spec: {{kind}}Spec = serde_json::from_value(serde_json::json!({ "size": size }))
+        .expect("a spec with its defaults");
     let mut {{kind_snake}} = {{kind}}::new("sample", spec);
     {{kind_snake}}.metadata.namespace = Some("default".into());
     {{kind_snake}}.metadata.uid = Some("uid-sample".into());

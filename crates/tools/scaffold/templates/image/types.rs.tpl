@@ -6,7 +6,7 @@
 //! runs them as a Deployment it owns and reports a `Ready` condition.
 //!
 //! ```
-//! use {{crate_name}}::api::{{api_module}}::{{{kind}}, {{kind}}Spec};
+//! use {{crate_name}}::api::{{api_module}}::{{kind}};
 //!
 //! let {{kind_snake}}: {{kind}} = serde_json::from_value(serde_json::json!({
 //!     "apiVersion": "{{api_group}}/{{version}}",
@@ -15,7 +15,8 @@
 //!     "spec": {"size": 2},
 //! }))
 //! .unwrap();
-//! assert_eq!({{kind_snake}}.spec, {{kind}}Spec { size: 2, container_port: {{container_port}} });
+//! assert_eq!({{kind_snake}}.spec.size, 2);
+//! assert_eq!({{kind_snake}}.spec.container_port, {{container_port}});
 //! ```
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;

@@ -6,6 +6,8 @@ name = "{{project_name}}"
 version = "0.1.0"
 edition = "2024"
 publish = false
+# `cargo run` runs the manager (the project has a second binary, `manifests`).
+default-run = "{{project_name}}"
 
 # Its own workspace: the project builds on its own, wherever it lives.
 [workspace]

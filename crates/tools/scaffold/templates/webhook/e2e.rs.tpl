@@ -3,8 +3,10 @@
 
 use ::{{crate_name}}::api::{{api_module}}::{{{kind}}, {{kind}}Spec};
 use ::{{crate_name}}::webhook::{{kind_snake}}::register;
+// kcr:if example
 // kcr:if defaulting
 use ::{{crate_name}}::webhook::{{kind_snake}}::DEFAULT_MAX_ENTRIES;
+// kcr:end
 // kcr:end
 use kube::api::PostParams;
 use testenv::TestEnv;
@@ -49,15 +51,12 @@ async fn the_api_server_defaults_and_validates_{{plural}}() -> anyhow::Result<()
     let _webhooks = env.install_webhooks(&spec).await?;
     let {{plural}} = api::<{{kind}}>(&env);
 
+// kcr:if example
 // kcr:if validation
     // Refused at the door, with the validator's message; nothing is stored.
-    let bad = {{kind}}Spec {
-        title: None,
-        max_entries: Some(0),
-    };
-    let refused = {{plural}}
-        .create(&PostParams::default(), &{{kind}}::new("bad", bad))
-        .await;
+    let mut bad = {{kind}}::new("bad", {{kind}}Spec::default());
+    bad.spec.max_entries = Some(0);
+    let refused = {{plural}}.create(&PostParams::default(), &bad).await;
     match refused {
         Err(kube::Error::Api(status)) => {
             assert_eq!(status.code, 422, "{status:?}");
@@ -84,6 +83,19 @@ async fn the_api_server_defaults_and_validates_{{plural}}() -> anyhow::Result<()
         .await?;
     assert_eq!(stored.spec.max_entries, Some(DEFAULT_MAX_ENTRIES));
     assert_eq!(stored.spec.title.as_deref(), Some("defaulted"));
+// kcr:end
+// kcr:end
+// kcr:if generic
+    // Admitted through the webhooks: with `failurePolicy: Fail`, a create that reached
+    // no webhook would be refused. TODO(user): a {{kind}} that breaks each of your
+    // rules is refused with its message; empty fields come back defaulted.
+    let stored = {{plural}}
+        .create(
+            &PostParams::default(),
+            &{{kind}}::new("admitted", {{kind}}Spec::default()),
+        )
+        .await?;
+    assert_eq!(stored.spec, {{kind}}Spec::default());
 // kcr:end
     Ok(())
 }

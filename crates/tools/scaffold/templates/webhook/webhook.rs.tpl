@@ -1,6 +1,7 @@
 //! The {{kind}} webhooks (`kcr create webhook --group {{group}} --version {{version}} --kind
 //! {{kind}}`).
 //!
+// kcr:if example
 // kcr:if defaulting
 //! - [`{{kind}}Defaulter`]: an empty `spec.title` becomes the {{kind}}'s name, an
 //!   empty `spec.maxEntries` becomes [`DEFAULT_MAX_ENTRIES`].
@@ -33,6 +34,23 @@
 //! assert_eq!(denied.message, "spec.maxEntries: Invalid value: 0: must be between 1 and 1000");
 // kcr:end
 //! ```
+// kcr:end
+// kcr:if generic
+// kcr:if defaulting
+//! - [`{{kind}}Defaulter`]: fills in the fields a user left empty (TODO(user)).
+// kcr:end
+// kcr:if validation
+//! - [`{{kind}}Validator`]: refuses a {{kind}} that breaks a rule (TODO(user)).
+// kcr:end
+//!
+//! `{{kind}}Spec` had been changed when this file was written (it no longer has the
+//! example fields `title` and `maxEntries`), so the webhooks start empty: they admit
+//! every {{kind}} unchanged until you write your rules. A rule on one field's value
+//! (a range, a pattern, an enum) is better a schema rule on the field
+//! (`#[schemars(range(min = 1, max = 1000))]`), enforced without a webhook; keep the
+//! webhook for what a schema cannot say: rules across fields, immutable fields, rules
+//! that read other objects (from a lister, never with an API call per admission).
+// kcr:end
 
 use webhook::{Denied, WebhookServer};
 // kcr:if defaulting
@@ -44,6 +62,7 @@ use webhook::{Validator, Warnings};
 
 use crate::api::{{api_module}}::{{kind}};
 
+// kcr:if example
 // kcr:if defaulting
 /// What an empty `spec.maxEntries` becomes.
 pub const DEFAULT_MAX_ENTRIES: i32 = 100;
@@ -53,6 +72,7 @@ pub const DEFAULT_MAX_ENTRIES: i32 = 100;
 pub const MIN_MAX_ENTRIES: i32 = 1;
 /// The largest `spec.maxEntries` admitted.
 pub const MAX_MAX_ENTRIES: i32 = 1000;
+// kcr:end
 // kcr:end
 
 /// Registers the {{kind}} webhooks on `server` (controller-runtime's
@@ -76,6 +96,7 @@ pub struct {{kind}}Defaulter;
 impl Defaulter<{{kind}}> for {{kind}}Defaulter {
     /// Called on every create and update. Must be idempotent: the API server may call
     /// it more than once for one request.
+// kcr:if example
     fn default(&self, {{kind_snake}}: &mut {{kind}}) -> Result<(), Denied> {
         // TODO(user): fill in your defaults.
         if {{kind_snake}}
@@ -92,6 +113,17 @@ impl Defaulter<{{kind}}> for {{kind}}Defaulter {
         }
         Ok(())
     }
+// kcr:end
+// kcr:if generic
+    fn default(&self, _{{kind_snake}}: &mut {{kind}}) -> Result<(), Denied> {
+        // TODO(user): fill in your defaults, each only when the user left the field
+        // empty, e.g.
+        //     if {{kind_snake}}.spec.replicas.is_none() {
+        //         {{kind_snake}}.spec.replicas = Some(1);
+        //     }
+        Ok(())
+    }
+// kcr:end
 }
 
 // kcr:end
@@ -104,6 +136,7 @@ pub struct {{kind}}Validator;
 
 impl {{kind}}Validator {
     /// The rules every {{kind}} must follow, new or changed.
+// kcr:if example
     fn validate(&self, {{kind_snake}}: &{{kind}}) -> Result<Warnings, Denied> {
         // TODO(user): your rules. Name the field and the value, as the API server's
         // own messages do: "spec.<field>: Invalid value: <value>: <why>".
@@ -116,6 +149,17 @@ impl {{kind}}Validator {
         }
         Ok(Warnings::new())
     }
+// kcr:end
+// kcr:if generic
+    fn validate(&self, _{{kind_snake}}: &{{kind}}) -> Result<Warnings, Denied> {
+        // TODO(user): your rules. Name the field and the value, as the API server's
+        // own messages do: "spec.<field>: Invalid value: <value>: <why>", e.g.
+        //     if {{kind_snake}}.spec.replicas.is_some_and(|n| n > 10) {
+        //         return Err(Denied::invalid("spec.replicas: Invalid value: ..."));
+        //     }
+        Ok(Warnings::new())
+    }
+// kcr:end
 }
 
 impl Validator<{{kind}}> for {{kind}}Validator {
@@ -139,12 +183,12 @@ mod tests {
     use webhook::{DefaultingHandler, Handler, Request};
 // kcr:end
 
+// kcr:if example
+    /// A {{kind}} with `max_entries`; its other fields keep their defaults.
     fn {{kind_snake}}(max_entries: Option<i32>) -> {{kind}} {
-        let spec = {{kind}}Spec {
-            title: None,
-            max_entries,
-        };
-        {{kind}}::new("party", spec)
+        let mut {{kind_snake}} = {{kind}}::new("party", {{kind}}Spec::default());
+        {{kind_snake}}.spec.max_entries = max_entries;
+        {{kind_snake}}
     }
 
 // kcr:if defaulting
@@ -189,10 +233,49 @@ mod tests {
     }
 
 // kcr:end
+// kcr:end
+// kcr:if generic
+    /// A {{kind}} whose spec has every field's default.
+    fn {{kind_snake}}() -> {{kind}} {
+        {{kind}}::new("party", {{kind}}Spec::default())
+    }
+
+// kcr:if defaulting
+    // TODO(user): a test per default: an empty field is filled, a set one is kept.
+    #[test]
+    fn defaulting_twice_changes_nothing_more() {
+        let mut once = {{kind_snake}}();
+        {{kind}}Defaulter.default(&mut once).unwrap();
+        let mut twice = once.clone();
+        {{kind}}Defaulter.default(&mut twice).unwrap();
+        assert_eq!(twice, once);
+    }
+
+// kcr:end
+// kcr:if validation
+    // TODO(user): a test per rule: a {{kind}} that breaks it is refused, with the message.
+    #[test]
+    fn a_default_{{kind_snake}}_is_admitted() {
+        let {{kind_snake}} = {{kind_snake}}();
+        assert!({{kind}}Validator.validate_create(&{{kind_snake}}).is_ok());
+        assert!(
+            {{kind}}Validator
+                .validate_update(&{{kind_snake}}, &{{kind_snake}})
+                .is_ok()
+        );
+    }
+
+// kcr:end
+// kcr:end
 // kcr:if defaulting
     /// The defaulter as the API server sees it: an AdmissionReview in, a JSON patch out.
     #[test]
+// kcr:if example
     fn the_defaulting_handler_answers_with_a_patch() {
+// kcr:end
+// kcr:if generic
+    fn the_defaulting_handler_answers_an_admission_review() {
+// kcr:end
         let request = Request::from_review(json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
@@ -206,7 +289,12 @@ mod tests {
                     "apiVersion": "{{api_group}}/{{version}}",
                     "kind": "{{kind}}",
                     "metadata": {"name": "party", "namespace": "default"},
+// kcr:if example
                     "spec": {"title": "Our party"},
+// kcr:end
+// kcr:if generic
+                    "spec": {},
+// kcr:end
                 },
             },
         }))
@@ -214,12 +302,19 @@ mod tests {
         let response = DefaultingHandler::new({{kind}}Defaulter).handle(&request);
         assert!(response.allowed);
         assert_eq!(response.uid, "b7e1");
+// kcr:if example
         let patch: serde_json::Value =
             serde_json::from_slice(response.patch.as_deref().unwrap()).unwrap();
         assert_eq!(
             patch,
             json!([{"op": "add", "path": "/spec/maxEntries", "value": 100}])
         );
+// kcr:end
+// kcr:if generic
+        // Nothing to default yet, so no patch. TODO(user): once the defaulter fills a
+        // field, assert the patch that adds it.
+        assert_eq!(response.patch, None);
+// kcr:end
     }
 // kcr:end
 }

@@ -11,12 +11,12 @@ use k8s_openapi::api::apps::v1::DeploymentStatus;
 use record::FakeRecorder;
 use serde_json::Value;
 
-/// A Memcached of `size` as the API server would have stored it.
+/// A Memcached of `size` as the API server would have stored it: its spec read from
+/// JSON, so the fields not named take their serde defaults (and a field added to the
+/// spec does not break the tests).
 fn stored_memcached(size: i32) -> Memcached {
-    let spec = MemcachedSpec {
-        size,
-        container_port: 11211,
-    };
+    let spec: MemcachedSpec = serde_json::from_value(serde_json::json!({ "size": size }))
+        .expect("a spec with its defaults");
     let mut memcached = Memcached::new("sample", spec);
     memcached.metadata.namespace = Some("default".into());
     memcached.metadata.uid = Some("uid-sample".into());

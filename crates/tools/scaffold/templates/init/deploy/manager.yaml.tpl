@@ -44,6 +44,7 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.namespace
+            # +kcr:scaffold:env
           ports:
             - name: metrics
               containerPort: 8443
