@@ -32,6 +32,7 @@
 //! | piece | module |
 //! |---|---|
 //! | the workload format and its validation (`workloads/` has the Foo, VirtualMachine and MyWeb ones) | [`workload`] |
+//! | workloads derived from a CRD's OpenAPI schema and a sample, as Acto (SOSP'23) does (`sieve derive`) | [`derive`] |
 //! | the controller under test: presets and placeholders | [`target`] |
 //! | the trace format | [`trace`] |
 //! | the planner | [`plan`] |
@@ -53,6 +54,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod derive;
 pub mod diff;
 pub mod ignore;
 pub mod invariants;

@@ -71,6 +71,9 @@ enum Command {
     Run(RunArgs),
     /// Learn, then run every plan (or those of --only), and write the report.
     Test(TestArgs),
+    /// Derive workloads from CRDs' OpenAPI schemas and sample objects, as Acto (SOSP'23)
+    /// does: every spec field changed to other valid values, delete, recreate.
+    Derive(sieve::derive::cli::DeriveArgs),
 }
 
 /// What every run needs: the control plane, the controller, the workload.
@@ -182,6 +185,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(args) => print_plans(&args).map(|()| true),
+        Command::Derive(args) => sieve::derive::cli::run(&args)
+            .map(|()| true)
+            .map_err(anyhow::Error::from),
         command => tokio::runtime::Runtime::new()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(run_command(command))),
@@ -245,7 +251,7 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
                 .test(&args.only, args.stop_at_first_failure, &args.out)
                 .await
         }
-        Command::Plan(_) => unreachable!("handled without a runtime"),
+        Command::Plan(_) | Command::Derive(_) => unreachable!("handled without a runtime"),
     }
 }
 
