@@ -1,8 +1,11 @@
 //! The `sieve` binary: `plan` prints the plans of a trace with their replay commands;
-//! `learn` and `run` say they need the runner, not built yet, after checking the workload.
+//! `learn` and `run` say they need the runner, not built yet, after checking the workload;
+//! `derive` writes workloads from the repository's CRDs and samples.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use serde_json::Value as Json;
 
 /// A fresh directory for one test.
 fn scratch(test: &str) -> PathBuf {
@@ -252,4 +255,208 @@ fn help_explains_the_perturbations_and_the_flow() {
         .code(),
         Some(2)
     );
+}
+
+/// A file of the repository, by its path from the root.
+fn repository(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../..")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+/// The `spec` schema of the first version of the CRD in `file`.
+fn spec_schema(file: &str) -> Json {
+    let text = std::fs::read_to_string(repository(file)).unwrap();
+    let crd: Json = serde_yaml::from_str(&text).unwrap();
+    crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec")
+        .unwrap()
+        .clone()
+}
+
+/// The bounds of an integer field of a spec schema.
+fn bounds(schema: &Json, field: &str) -> (i64, i64) {
+    let get = |key: &str| schema["properties"][field][key].as_f64().unwrap() as i64;
+    (get("minimum"), get("maximum"))
+}
+
+/// The values `workload` sets `field` to, with the comment of each step.
+fn set_values(workload: &str, field: &str) -> Vec<(Json, String)> {
+    let parsed =
+        sieve::workload::Workload::parse(workload).unwrap_or_else(|e| panic!("{e}\n{workload}"));
+    let comments: Vec<&str> = workload
+        .lines()
+        .filter(|l| l.trim_start().starts_with("# step "))
+        .collect();
+    assert_eq!(comments.len(), parsed.steps.len(), "{workload}");
+    parsed
+        .steps
+        .iter()
+        .filter_map(|step| match &step.action {
+            sieve::workload::Action::Update { patch } => patch
+                .get(field)
+                .map(|v| (v.clone(), comments[step.number - 1].trim().to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn derive_writes_workloads_from_the_repositorys_crds_and_samples() {
+    // Foo: replicas' bounds, read from the CRD.
+    let foo_crd = "deploy/crds/samplecontroller.k8s.io_foos.yaml";
+    let (min, max) = bounds(&spec_schema(foo_crd), "replicas");
+    let args = [
+        "derive",
+        "--crd",
+        &repository(foo_crd),
+        "--sample",
+        &repository("deploy/examples/foo.yaml"),
+    ];
+    let short = sieve(&args);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let text = stdout(&short);
+    assert!(
+        text.contains("# step 1: create the sample example-foo\n"),
+        "{text}"
+    );
+    // The sample has the minimum: the short pass takes the other bound.
+    assert_eq!(
+        set_values(&text, "replicas"),
+        [(
+            Json::from(max),
+            format!("# step 3: spec.replicas: maximum -> {max}")
+        )]
+    );
+    let full = sieve(&[&args[..], &["--full"]].concat());
+    assert!(full.status.success(), "{}", stderr(&full));
+    let replicas: Vec<_> = set_values(&stdout(&full), "replicas")
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect();
+    assert_eq!(
+        replicas,
+        [
+            Json::from(max),
+            Json::from(min + 1),
+            Json::from(max - 1),
+            Json::Null
+        ]
+    );
+    let parsed = sieve::workload::Workload::parse(&stdout(&full)).unwrap();
+    let finals = sieve::derive::final_specs(&parsed);
+    assert_eq!(
+        finals[0].1,
+        serde_json::json!({"deploymentName": "example-foo", "replicas": 1})
+    );
+
+    // MyWeb: the node port's bounds and just inside them.
+    let myweb_crd = "deploy/crds/operator.k8s-summit.org_mywebs.yaml";
+    let (min, max) = bounds(&spec_schema(myweb_crd), "nodePortNumber");
+    let dir = scratch("derive");
+    let out = dir.join("myweb.yaml");
+    let myweb = sieve(&[
+        "derive",
+        "--crd",
+        &repository(myweb_crd),
+        "--sample",
+        &repository("deploy/myweb-operator/myweb.yaml"),
+        "--full",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(myweb.status.success(), "{}", stderr(&myweb));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let ports: Vec<_> = set_values(&text, "nodePortNumber")
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            Json::from(min),
+            Json::from(max),
+            Json::from(min + 1),
+            Json::from(max - 1)
+        ]
+    );
+    assert!(
+        set_values(&text, "image")
+            .iter()
+            .all(|(v, _)| v.as_str().is_some_and(|s| !s.is_empty()))
+    );
+
+    // A kcr project: both CRDs and every sample (kustomization.yaml skipped), one
+    // workload each; Memcached's containerPort bounds from its CRD.
+    let project = "testdata/project/deploy";
+    let crds = [
+        format!("{project}/crd/cache.my.domain_memcacheds.yaml"),
+        format!("{project}/crd/webapp.my.domain_guestbooks.yaml"),
+    ];
+    let samples = [
+        "cache_v1alpha1_memcached.yaml",
+        "webapp_v1_guestbook.yaml",
+        "kustomization.yaml",
+    ]
+    .map(|f| repository(&format!("{project}/samples/{f}")));
+    let mut args = vec!["derive".to_string(), "--crd".into()];
+    args.extend(crds.iter().map(|c| repository(c)));
+    args.push("--sample".into());
+    args.extend(samples.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let several = sieve(&args);
+    assert_ne!(several.status.code(), Some(0));
+    assert!(stderr(&several).contains("2 sample objects (Memcached memcached-sample, Guestbook guestbook-sample): pass --sample-index N"), "{}", stderr(&several));
+    let second = sieve(&[&args[..], &["--sample-index", "2"]].concat());
+    assert!(
+        stdout(&second).contains("kind: Guestbook"),
+        "{}",
+        stderr(&second)
+    );
+    let out_dir = format!("{}/", dir.join("project").display());
+    let each = sieve(&[&args[..], &["--full", "--out", &out_dir]].concat());
+    assert!(each.status.success(), "{}", stderr(&each));
+    let memcached =
+        std::fs::read_to_string(format!("{out_dir}memcached-memcached-sample.yaml")).unwrap();
+    let (min, max) = bounds(&spec_schema(&crds[0]), "containerPort");
+    let ports: Vec<_> = set_values(&memcached, "containerPort")
+        .into_iter()
+        .map(|(v, _)| v)
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            Json::from(min),
+            Json::from(max),
+            Json::from(min + 1),
+            Json::from(max - 1),
+            Json::Null
+        ]
+    );
+    let guestbook =
+        std::fs::read_to_string(format!("{out_dir}guestbook-guestbook-sample.yaml")).unwrap();
+    assert!(
+        guestbook.contains("# step 2: spec.maxEntries: incremented -> 101\n"),
+        "{guestbook}"
+    );
+
+    // A version the CRD does not serve is refused, naming the ones it does.
+    let unserved = dir.join("foo-v1.yaml");
+    std::fs::write(&unserved, "apiVersion: samplecontroller.k8s.io/v1\nkind: Foo\nmetadata: {name: f}\nspec: {deploymentName: f}\n").unwrap();
+    let refused = sieve(&[
+        "derive",
+        "--crd",
+        &repository(foo_crd),
+        "--sample",
+        unserved.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(3));
+    assert!(
+        stderr(&refused)
+            .contains("does not serve version v1 (the sample's apiVersion); it serves: v1alpha1"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::remove_dir_all(&dir).expect("removing the scratch directory");
 }
