@@ -352,3 +352,7 @@ impl Parser {
         Ok(bounds)
     }
 }
+
+#[cfg(test)]
+#[path = "pattern_tests.rs"]
+mod tests;
