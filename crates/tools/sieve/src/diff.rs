@@ -15,7 +15,8 @@
 //! - whatever [`Options::ignore`] adds (e.g. a status timestamp of the controller's own:
 //!   the presets' rules, `--ignore`, `--ignore-file`).
 //!
-//! `status.observedGeneration` is kept: it tells whether the controller caught up.
+//! `status.observedGeneration` is kept: it tells whether the controller caught up (and
+//! how many specs it went through: [`Options::shorter_history`] says when fewer is fine).
 //!
 //! Objects are matched by (kind, name) ([`ObjectId`]); the [`StateDiff`] lists those
 //! missing from the plan's end state, those extra in it, and those changed, each change
@@ -40,7 +41,22 @@ pub struct Options {
     /// element of an array or every key of an object: `.status.lastUpdateTime`.
     /// [`IgnoreRule::defaults`] apply besides these.
     pub ignore: Vec<IgnoreRule>,
+    /// The run may have skipped states of an object (an unobserved-state plan): a
+    /// [history counter](HISTORY_COUNTERS) lower than the reference's is then no
+    /// difference. A level-triggered controller that never saw a Foo's first spec
+    /// creates its Deployment at the final one: one rollout, `observedGeneration` 1,
+    /// where the learning run created and then changed it (2). A counter *higher* than
+    /// the reference's (needless rollouts) stays a difference.
+    pub shorter_history: bool,
 }
+
+/// Paths that count an object's history (how many specs or rollouts it went through),
+/// not its state: `.status.observedGeneration` of every kind, and the Deployment
+/// controller's revision annotation.
+pub const HISTORY_COUNTERS: &[&str] = &[
+    ".status.observedGeneration",
+    ".metadata.annotations[\"deployment.kubernetes.io/revision\"]",
+];
 
 /// The paths every comparison drops (besides the special cases of [`normalize`]).
 const DEFAULT_IGNORED: &[&[&str]] = &[
@@ -240,16 +256,33 @@ pub fn compare(
         for (e, g) in expected.iter().zip(&got) {
             let mut differences = Vec::new();
             differences_at(String::new(), Some(e), Some(g), &mut differences);
-            diff.changed.push(Changed {
-                id: id.clone(),
-                differences,
-            });
+            if options.shorter_history {
+                differences.retain(|d| !is_shorter_history(d));
+            }
+            if !differences.is_empty() {
+                diff.changed.push(Changed {
+                    id: id.clone(),
+                    differences,
+                });
+            }
         }
         diff.missing
             .extend(expected[paired..].iter().map(|_| id.clone()));
         diff.extra.extend(got[paired..].iter().map(|_| id.clone()));
     }
     diff
+}
+
+/// Whether `d` is a [history counter](HISTORY_COUNTERS) lower in the run than in the
+/// reference (numbers, or numbers as strings as annotations hold them).
+fn is_shorter_history(d: &Difference) -> bool {
+    let count = |v: &Option<Json>| match v {
+        Some(Json::Number(n)) => n.as_u64(),
+        Some(Json::String(s)) => s.parse().ok(),
+        _ => None,
+    };
+    HISTORY_COUNTERS.contains(&d.path.as_str())
+        && matches!((count(&d.reference), count(&d.actual)), (Some(r), Some(a)) if a < r)
 }
 
 /// Appends the differences between `a` and `b` under `path`.

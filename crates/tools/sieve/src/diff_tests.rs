@@ -228,6 +228,7 @@ fn another_namespace_is_not_mapped_and_extra_paths_can_be_ignored() {
             IgnoreRule::parse(".metadata.namespace").unwrap(),
             IgnoreRule::parse(".status.conditions[*].status").unwrap(),
         ],
+        ..Options::default()
     };
     assert!(compare(&reference(), "sieve-ref", &actual, "sieve-ref", &options).is_empty());
 }
@@ -313,6 +314,7 @@ fn a_kind_scoped_rule_drops_only_that_kinds_path() {
     foo["kind"] = json!("Foo");
     let options = Options {
         ignore: vec![IgnoreRule::parse("Deployment:.status.observedGeneration").unwrap()],
+        ..Options::default()
     };
     assert!(
         normalize(&a, "a", &options)
@@ -324,4 +326,37 @@ fn a_kind_scoped_rule_drops_only_that_kinds_path() {
             .pointer("/status/observedGeneration")
             .is_some()
     );
+}
+
+#[test]
+fn a_shorter_history_is_no_difference_where_states_were_skipped_and_a_longer_one_always_is() {
+    let deployment = |revision: &str, observed: u64| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "a",
+                "annotations": {"deployment.kubernetes.io/revision": revision}},
+            "spec": {"replicas": 2},
+            "status": {"observedGeneration": observed}
+        })
+    };
+    let reference = [deployment("2", 2)];
+    let skipped = Options {
+        shorter_history: true,
+        ..Options::default()
+    };
+    // Created at its final spec (a withheld first state): one rollout fewer.
+    let shorter = [deployment("1", 1)];
+    assert!(compare(&reference, "a", &shorter, "a", &skipped).is_empty());
+    let diff = compare(&reference, "a", &shorter, "a", &Options::default());
+    assert_eq!(diff.changed[0].differences.len(), 2, "{diff}");
+    // Needless rollouts are a difference under every perturbation.
+    let longer = [deployment("4", 4)];
+    let diff = compare(&reference, "a", &longer, "a", &skipped);
+    assert_eq!(diff.changed[0].differences.len(), 2, "{diff}");
+    // Only the counters: another difference beside them stays.
+    let mut scaled = deployment("1", 1);
+    scaled["spec"]["replicas"] = json!(3);
+    let diff = compare(&reference, "a", &[scaled], "a", &skipped);
+    assert_eq!(diff.changed[0].differences.len(), 1, "{diff}");
+    assert_eq!(diff.changed[0].differences[0].path, ".spec.replicas");
 }

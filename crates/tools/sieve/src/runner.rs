@@ -474,10 +474,18 @@ fn localize(perturbation: &Perturbation, learned: Option<&str>, namespace: &str)
 
 /// `sieve-<12 hex digits of the clock>`: unique per run on one machine.
 fn fresh_namespace() -> String {
+    // A counter besides the clock: runs of one process may start in the same
+    // microsecond (`sieve test --jobs`).
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    format!("sieve-{:012x}", (nanos / 1000) & 0xffff_ffff_ffff)
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "sieve-{:010x}{:02x}",
+        (nanos / 1000) & 0xff_ffff_ffff,
+        run & 0xff
+    )
 }
 
 #[cfg(test)]

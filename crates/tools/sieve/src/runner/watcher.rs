@@ -169,10 +169,18 @@ impl Watcher<'_> {
             return Ok(());
         };
         self.controller.kill_all().await;
+        let before = recorder.requests();
         recorder.begin_stale(rv);
         self.start_all()?;
+        // Until a list was served stale, or the new incarnation has at least sent its
+        // first request (a slow start must not pass for quiet). A controller whose lists
+        // all ask for the most recent state never gets one served stale (the proxy's
+        // `may_be_served_stale`): its plan is not reached, and quiet ends the wait.
         let start = Instant::now();
-        while !recorder.reached() && start.elapsed() < self.timing.step_bound {
+        while !recorder.reached()
+            && recorder.requests() == before
+            && start.elapsed() < self.timing.step_bound
+        {
             tokio::time::sleep(TICK).await;
         }
         self.quiescent(&format!("step {at_step} (stale restart)"), false)
