@@ -268,16 +268,16 @@ fn repository(path: &str) -> String {
 
 /// The `spec` schema of the first version of the CRD in `file`.
 fn spec_schema(file: &str) -> Json {
-    let text = std::fs::read_to_string(repository(file)).unwrap();
-    let crd: Json = serde_yaml::from_str(&text).unwrap();
+    let text = std::fs::read_to_string(repository(file)).expect("the CRD file");
+    let crd: Json = serde_yaml::from_str(&text).expect("a CRD in YAML");
     crd.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec")
-        .unwrap()
+        .expect("a spec schema")
         .clone()
 }
 
 /// The bounds of an integer field of a spec schema.
 fn bounds(schema: &Json, field: &str) -> (i64, i64) {
-    let get = |key: &str| schema["properties"][field][key].as_f64().unwrap() as i64;
+    let get = |key: &str| schema["properties"][field][key].as_f64().expect("a bound") as i64;
     (get("minimum"), get("maximum"))
 }
 

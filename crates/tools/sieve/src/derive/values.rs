@@ -18,7 +18,8 @@ pub(crate) struct Candidate {
 
 /// The candidates of a leaf (a scalar, an array or a map) whose value is `current`
 /// (absent: `None`); `notes` gets why a class has no value (an unsupported pattern or
-/// format). Candidates are not yet checked against the schema.
+/// format). None equals `current`: the spec already had that value (the create, or an
+/// earlier field's walk, exercised it). Candidates are not yet checked against the schema.
 pub(crate) fn candidates(
     schema: &Json,
     current: Option<&Json>,

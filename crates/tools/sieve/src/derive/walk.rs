@@ -115,6 +115,10 @@ impl<'a> Walker<'a> {
                 } else {
                     first[i].value.clone()
                 };
+                let now = get(&self.state, path).or(schema.get("default"));
+                if !collection && now == Some(&value) {
+                    continue;
+                }
                 let class = if get(&self.state, path).is_none() {
                     ValueClass::Set
                 } else {
