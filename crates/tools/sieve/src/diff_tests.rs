@@ -360,3 +360,18 @@ fn a_shorter_history_is_no_difference_where_states_were_skipped_and_a_longer_one
     assert_eq!(diff.changed[0].differences.len(), 1, "{diff}");
     assert_eq!(diff.changed[0].differences[0].path, ".spec.replicas");
 }
+
+#[test]
+fn the_clusters_own_objects_in_the_namespace_are_not_compared() {
+    let ca = |pem: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kube-root-ca.crt", "namespace": "a"}, "data": {"ca.crt": pem}})
+    };
+    // A replay on another control plane: another CA.
+    assert!(compare(&[ca("one")], "a", &[ca("two")], "a", &Options::default()).is_empty());
+    let mut page = ca("one");
+    page["metadata"]["name"] = json!("web");
+    let mut other = page.clone();
+    other["data"]["ca.crt"] = json!("two");
+    assert!(!compare(&[page], "a", &[other], "a", &Options::default()).is_empty());
+}

@@ -41,6 +41,7 @@
 //! | the end-state comparison, and what it ignores (`--ignore`, `--ignore-file`, the defaults) | [`diff`], [`ignore`] |
 //! | the invariants | [`invariants`] |
 //! | the verdicts and the report | [`report`] |
+//! | a target and a workload on a control plane: learn, plans side by side (`--jobs`), the differential oracle | [`session`] |
 //!
 //! `sieve test` runs it all; `hack/sieve.sh` starts a control plane and runs it on this
 //! repository's three controllers (what `.ci/run` runs), and docs/reliability.md has the
@@ -62,6 +63,7 @@ pub mod plan;
 pub mod proxy;
 pub mod report;
 pub mod runner;
+pub mod session;
 pub mod target;
 pub mod trace;
 pub mod workload;

@@ -12,17 +12,17 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use sieve::diff;
 use sieve::ignore::IgnoreRule;
 use sieve::plan::{self, PlanCounts};
-use sieve::report::{self, PlanResult, Verdict};
-use sieve::runner::{self, Environment, RunOutcome, Timing};
+use sieve::report::{self, Verdict};
+use sieve::runner::{Environment, Timing};
+use sieve::session::Session;
 use sieve::target::{self, Captured, Target};
 use sieve::trace::Trace;
 use sieve::workload::Workload;
@@ -175,6 +175,15 @@ struct TestArgs {
     /// show that a controller is caught, e.g. hack/sieve.sh's broken controller.
     #[arg(long)]
     stop_at_first_failure: bool,
+    /// How many plans run at once, each in its own namespace with its own controller
+    /// (a plan mostly waits for quiescence; a controller that watches every namespace
+    /// needs 1).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// After the plans, Acto's differential oracle: a fresh run that creates each object
+    /// at the workload's final spec must reach the learning run's end state.
+    #[arg(long)]
+    differential: bool,
     /// Where to write the learning run, every plan's run and the report (report.md,
     /// report.json).
     #[arg(long)]
@@ -215,13 +224,13 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
         .init();
     match command {
         Command::Learn(args) => {
-            let setup = Setup::new(&args.common).await?;
-            let (_, clean) = setup.learn(&args.out).await?;
+            let session = session(&args.common, 1).await?;
+            let (_, clean) = session.learn(&args.out).await?;
             Ok(clean)
         }
         Command::Run(args) => {
             // The learning run and the plan first: they need no control plane.
-            let reference = Setup::read_learned(&args.learned)?;
+            let reference = Session::read_learned(&args.learned)?;
             let plans = plan::plans(&reference.trace);
             let Some(plan) = plan::find(&plans, &args.plan) else {
                 bail!(
@@ -231,237 +240,101 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
                     args.learned.display()
                 );
             };
-            let setup = Setup::new(&args.common).await?;
-            let result = setup
+            let session = session(&args.common, 1).await?;
+            let result = session
                 .run_plan(plan, &reference, &args.learned, &args.out)
                 .await?;
             println!(
                 "{}",
                 report::markdown(
-                    &setup.target.name,
-                    &setup.workload_name,
+                    &session.target.name,
+                    &session.workload_name,
                     std::slice::from_ref(&result)
                 )
             );
             Ok(result.verdict != Verdict::Fail)
         }
         Command::Test(args) => {
-            let setup = Setup::new(&args.common).await?;
-            setup
-                .test(&args.only, args.stop_at_first_failure, &args.out)
-                .await
+            let session = session(&args.common, args.jobs).await?;
+            Ok(session
+                .test(
+                    &args.only,
+                    args.stop_at_first_failure,
+                    args.differential,
+                    &args.out,
+                )
+                .await?)
         }
         Command::Plan(_) | Command::Derive(_) => unreachable!("handled without a runtime"),
     }
 }
 
-/// A run's inputs, read and checked once.
-struct Setup {
-    env: Environment,
-    target: Target,
-    workload: Workload,
-    workload_name: String,
-    timing: Timing,
-    /// The flags that describe the target beyond its name (`--command`, `--capture`,
-    /// `--ignore`, `--ignore-file`), quoted for a shell: a replay command needs them for
-    /// a target that is not a preset.
-    replay_flags: String,
+/// The session `common` describes: its target (a preset, or `--command`), workload and
+/// control plane.
+async fn session(common: &Common, jobs: usize) -> anyhow::Result<Session> {
+    let workload = Workload::from_file(&common.workload)?;
+    let mut target = match target::preset(&common.controller, common.go_bin.as_deref()) {
+        Some(t) => t,
+        None if common.command.is_some() => Target {
+            name: common.controller.clone(),
+            command: Vec::new(),
+            env: Vec::new(),
+            owned: Vec::new(),
+            ignore: Vec::new(),
+            replicas: 1,
+            quiet: None,
+        },
+        None => bail!(
+            "{} is not a preset ({}): give its --command",
+            common.controller,
+            target::PRESETS.join(", ")
+        ),
+    };
+    if let Some(command) = &common.command {
+        target.command = target::split_command(command)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| {
+                anyhow::anyhow!("--command {command:?}: empty, or a quote is not closed")
+            })?;
+    }
+    for rule in &common.ignore {
+        target.ignore.push(IgnoreRule::parse(rule)?);
+    }
+    if let Some(file) = &common.ignore_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading --ignore-file {}", file.display()))?;
+        target.ignore.extend(
+            IgnoreRule::parse_lines(&text)
+                .with_context(|| format!("--ignore-file {}", file.display()))?,
+        );
+    }
+    if !common.capture.is_empty() {
+        target.owned = common
+            .capture
+            .iter()
+            .map(|c| {
+                Captured::parse(c)
+                    .ok_or_else(|| anyhow::anyhow!("--capture {c}: want Kind.group/version"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+    }
+    let env =
+        Environment::open(&common.control_plane, std::path::absolute(&common.bin_dir)?).await?;
+    Ok(Session {
+        env,
+        target,
+        workload,
+        workload_name: common.workload.display().to_string(),
+        timing: Timing {
+            quiet: Duration::from_secs_f64(common.quiet),
+            step_bound: Duration::from_secs_f64(common.step_bound),
+        },
+        replay_flags: replay_flags(common),
+        jobs,
+    })
 }
 
-impl Setup {
-    async fn new(common: &Common) -> anyhow::Result<Self> {
-        let workload = Workload::from_file(&common.workload)?;
-        let mut target = match target::preset(&common.controller, common.go_bin.as_deref()) {
-            Some(t) => t,
-            None if common.command.is_some() => Target {
-                name: common.controller.clone(),
-                command: Vec::new(),
-                env: Vec::new(),
-                owned: Vec::new(),
-                ignore: Vec::new(),
-                replicas: 1,
-                quiet: None,
-            },
-            None => bail!(
-                "{} is not a preset ({}): give its --command",
-                common.controller,
-                target::PRESETS.join(", ")
-            ),
-        };
-        if let Some(command) = &common.command {
-            target.command = target::split_command(command)
-                .filter(|words| !words.is_empty())
-                .ok_or_else(|| {
-                    anyhow::anyhow!("--command {command:?}: empty, or a quote is not closed")
-                })?;
-        }
-        for rule in &common.ignore {
-            target.ignore.push(IgnoreRule::parse(rule)?);
-        }
-        if let Some(file) = &common.ignore_file {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("reading --ignore-file {}", file.display()))?;
-            target.ignore.extend(
-                IgnoreRule::parse_lines(&text)
-                    .with_context(|| format!("--ignore-file {}", file.display()))?,
-            );
-        }
-        if !common.capture.is_empty() {
-            target.owned = common
-                .capture
-                .iter()
-                .map(|c| {
-                    Captured::parse(c)
-                        .ok_or_else(|| anyhow::anyhow!("--capture {c}: want Kind.group/version"))
-                })
-                .collect::<anyhow::Result<_>>()?;
-        }
-        let env =
-            Environment::open(&common.control_plane, std::path::absolute(&common.bin_dir)?).await?;
-        Ok(Self {
-            env,
-            target,
-            workload,
-            workload_name: common.workload.display().to_string(),
-            replay_flags: replay_flags(common),
-            timing: Timing {
-                quiet: Duration::from_secs_f64(common.quiet),
-                step_bound: Duration::from_secs_f64(common.step_bound),
-            },
-        })
-    }
-
-    /// The learning run into `out`; whether it is clean enough to be a reference.
-    async fn learn(&self, out: &Path) -> anyhow::Result<(RunOutcome, bool)> {
-        let outcome = runner::run(
-            &self.env,
-            &self.target,
-            (&self.workload, &self.workload_name),
-            None,
-            None,
-            self.timing,
-            out,
-        )
-        .await?;
-        write_json(&out.join("outcome.json"), &outcome)?;
-        let findings = report::check_reference(&outcome);
-        let plans = plan::plans(&outcome.trace);
-        eprintln!(
-            "sieve: learned {} with {}: {} writes, {} watch events, {}; {} objects in the end state",
-            self.workload_name,
-            self.target.name,
-            outcome.trace.writes().count(),
-            outcome.trace.watch_events().count(),
-            PlanCounts::of(&plans),
-            outcome.end_state.len()
-        );
-        for refused in &outcome.refused {
-            eprintln!("sieve: {refused} (every plan must see the same)");
-        }
-        for f in &findings {
-            eprintln!("sieve: the learning run is not clean: {f}");
-        }
-        Ok((outcome, findings.is_empty()))
-    }
-
-    fn read_learned(dir: &Path) -> anyhow::Result<RunOutcome> {
-        let text = std::fs::read_to_string(dir.join("outcome.json")).with_context(|| {
-            format!(
-                "reading {}/outcome.json (run `sieve learn` first)",
-                dir.display()
-            )
-        })?;
-        let mut outcome: RunOutcome = serde_json::from_str(&text)?;
-        outcome.trace = Trace::from_file(&dir.join("trace.jsonl"))?;
-        Ok(outcome)
-    }
-
-    async fn run_plan(
-        &self,
-        plan: &plan::Plan,
-        reference: &RunOutcome,
-        learned: &Path,
-        out: &Path,
-    ) -> anyhow::Result<PlanResult> {
-        let started = Instant::now();
-        let outcome = runner::run(
-            &self.env,
-            &self.target,
-            (&self.workload, &self.workload_name),
-            Some(plan),
-            Some(&reference.namespace),
-            self.timing,
-            out,
-        )
-        .await?;
-        write_json(&out.join("outcome.json"), &outcome)?;
-        let options = diff::Options {
-            ignore: self.target.ignore.clone(),
-        };
-        let command = format!(
-            "{}{} --learned {}",
-            plan.command(&self.workload_name, &self.target.name),
-            self.replay_flags,
-            learned.display()
-        );
-        let result = report::judge(
-            plan,
-            &outcome,
-            reference,
-            &options,
-            command,
-            started.elapsed().as_secs_f64(),
-        );
-        write_json(&out.join("verdict.json"), &result)?;
-        Ok(result)
-    }
-
-    async fn test(&self, only: &[String], stop: bool, out: &Path) -> anyhow::Result<bool> {
-        let learned = out.join("learn");
-        let (reference, clean) = self.learn(&learned).await?;
-        if !clean {
-            return Ok(false);
-        }
-        let plans: Vec<_> = plan::plans(&reference.trace)
-            .into_iter()
-            .filter(|p| only.is_empty() || only.iter().any(|o| p.id.starts_with(o.as_str())))
-            .collect();
-        let mut results = Vec::new();
-        for (i, plan) in plans.iter().enumerate() {
-            let dir = out.join(format!("plan-{:03}", i + 1));
-            let result = self.run_plan(plan, &reference, &learned, &dir).await?;
-            eprintln!(
-                "sieve: [{}/{}] {} {:?} ({:.1} s){}",
-                i + 1,
-                plans.len(),
-                plan.id,
-                result.verdict,
-                result.seconds,
-                result
-                    .findings
-                    .first()
-                    .map(|f| format!(": {}", f.lines().next().unwrap_or_default()))
-                    .unwrap_or_default()
-            );
-            let failed = result.verdict == Verdict::Fail;
-            results.push(result);
-            if stop && failed && i + 1 < plans.len() {
-                eprintln!(
-                    "sieve: stopping at the first failed plan (--stop-at-first-failure): {} plans not run",
-                    plans.len() - i - 1
-                );
-                break;
-            }
-        }
-        let text = report::markdown(&self.target.name, &self.workload_name, &results);
-        std::fs::write(out.join("report.md"), &text)?;
-        write_json(&out.join("report.json"), &results)?;
-        println!("{text}");
-        Ok(results.iter().all(|r| r.verdict != Verdict::Fail))
-    }
-}
-
-/// ` --command '...' --capture ... --ignore '...'`: what [`Setup::replay_flags`] holds.
+/// ` --command '...' --capture ... --ignore '...'`: what [`Session::replay_flags`] holds.
 fn replay_flags(common: &Common) -> String {
     let mut words: Vec<String> = Vec::new();
     if let Some(command) = &common.command {
@@ -480,11 +353,6 @@ fn replay_flags(common: &Common) -> String {
         .iter()
         .map(|w| format!(" {}", shlex::try_quote(w).unwrap_or_else(|_| w.into())))
         .collect()
-}
-
-fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    std::fs::write(path, serde_json::to_vec_pretty(value)?)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn print_plans(args: &PlanArgs) -> anyhow::Result<()> {
