@@ -9,6 +9,11 @@
 //! server. Like Kubernetes' (ECMA-262) patterns, an expression matches anywhere in the
 //! text unless anchored.
 
+use std::cell::Cell;
+
+/// How many atoms the matcher tries before it gives up on a text.
+pub(crate) const MATCH_STEPS: usize = 200_000;
+
 /// A parsed pattern.
 #[derive(Debug, Clone)]
 pub(crate) struct Pattern {
@@ -52,10 +57,21 @@ impl Pattern {
         Ok(Self { alternatives })
     }
 
-    /// Whether `text` matches somewhere (anchors anchor).
+    /// Whether `text` matches somewhere (anchors anchor); `false` also when the matcher
+    /// gave up (see [`Pattern::matches`]).
     pub(crate) fn is_match(&self, text: &str) -> bool {
+        self.matches(text) == Some(true)
+    }
+
+    /// Whether `text` matches somewhere, or `None` when the backtracking matcher gave up
+    /// after [`MATCH_STEPS`] steps (nested quantifiers on a long text that does not
+    /// match can take exponential time).
+    pub(crate) fn matches(&self, text: &str) -> Option<bool> {
         let text: Vec<char> = text.chars().collect();
-        (0..=text.len()).any(|start| match_alts(&self.alternatives, &text, start, &mut |_| true))
+        let steps = Cell::new(MATCH_STEPS);
+        let found = (0..=text.len())
+            .any(|start| match_alts(&self.alternatives, &text, start, &steps, &mut |_| true));
+        (found || steps.get() > 0).then_some(found)
     }
 
     /// A string that matches, of `min_len..=max_len` characters, other than each of
@@ -136,14 +152,31 @@ fn class_char(ranges: &[(char, char)], negated: bool, variant: usize) -> char {
     pool[variant % pool.len()]
 }
 
-fn match_alts(alts: &[Seq], t: &[char], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-    alts.iter().any(|seq| match_seq(seq, t, pos, k))
+/// The matcher's arguments besides the position and the continuation.
+type Steps = Cell<usize>;
+
+fn match_alts(
+    alts: &[Seq],
+    t: &[char],
+    pos: usize,
+    steps: &Steps,
+    k: &mut dyn FnMut(usize) -> bool,
+) -> bool {
+    alts.iter().any(|seq| match_seq(seq, t, pos, steps, k))
 }
 
-fn match_seq(seq: &[Piece], t: &[char], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+fn match_seq(
+    seq: &[Piece],
+    t: &[char],
+    pos: usize,
+    steps: &Steps,
+    k: &mut dyn FnMut(usize) -> bool,
+) -> bool {
     match seq.split_first() {
         None => k(pos),
-        Some((piece, rest)) => match_piece(piece, 0, t, pos, &mut |q| match_seq(rest, t, q, k)),
+        Some((piece, rest)) => match_piece(piece, 0, t, pos, steps, &mut |q| {
+            match_seq(rest, t, q, steps, k)
+        }),
     }
 }
 
@@ -152,11 +185,12 @@ fn match_piece(
     count: usize,
     t: &[char],
     pos: usize,
+    steps: &Steps,
     k: &mut dyn FnMut(usize) -> bool,
 ) -> bool {
     if piece.max.is_none_or(|max| count < max)
-        && match_node(&piece.node, t, pos, &mut |q| {
-            (q != pos || count < piece.min) && match_piece(piece, count + 1, t, q, k)
+        && match_node(&piece.node, t, pos, steps, &mut |q| {
+            (q != pos || count < piece.min) && match_piece(piece, count + 1, t, q, steps, k)
         })
     {
         return true;
@@ -164,7 +198,17 @@ fn match_piece(
     count >= piece.min && k(pos)
 }
 
-fn match_node(node: &Node, t: &[char], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+fn match_node(
+    node: &Node,
+    t: &[char],
+    pos: usize,
+    steps: &Steps,
+    k: &mut dyn FnMut(usize) -> bool,
+) -> bool {
+    if steps.get() == 0 {
+        return false;
+    }
+    steps.set(steps.get() - 1);
     let next = t.get(pos).copied();
     match node {
         Node::Literal(c) => next == Some(*c) && k(pos + 1),
@@ -175,7 +219,7 @@ fn match_node(node: &Node, t: &[char], pos: usize, k: &mut dyn FnMut(usize) -> b
         }
         Node::Start => pos == 0 && k(pos),
         Node::End => pos == t.len() && k(pos),
-        Node::Group(alts) => match_alts(alts, t, pos, k),
+        Node::Group(alts) => match_alts(alts, t, pos, steps, k),
     }
 }
 

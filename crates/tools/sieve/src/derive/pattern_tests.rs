@@ -50,3 +50,12 @@ fn generated_values_respect_the_lengths_and_avoid_the_current_value() {
     assert!(Pattern::parse("[0-9]+").unwrap().is_match("abc1"));
     assert!(!Pattern::parse("^[0-9]+$").unwrap().is_match("abc1"));
 }
+
+#[test]
+fn the_matcher_gives_up_on_exponential_backtracking_instead_of_hanging() {
+    let pattern = Pattern::parse("^([a-z]+)*$").unwrap();
+    let text = format!("{}!", "a".repeat(40));
+    assert_eq!(pattern.matches(&text), None);
+    assert!(!pattern.is_match(&text));
+    assert_eq!(pattern.matches("aaaa"), Some(true));
+}

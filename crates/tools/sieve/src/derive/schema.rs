@@ -191,7 +191,7 @@ fn validate_string(s: &str, schema: &Json) -> Result<(), String> {
     }
     if let Some(source) = schema.get("pattern").and_then(Json::as_str)
         && let Ok(pattern) = Pattern::parse(source)
-        && !pattern.is_match(s)
+        && pattern.matches(s) == Some(false)
     {
         return Err(format!("{s:?} does not match the pattern {source:?}"));
     }
