@@ -48,8 +48,9 @@
 //! [`Depth::Full`] keeps every value of every field.
 //!
 //! Every step of the YAML text carries a comment naming the field and the value class
-//! it exercises, and [`Derived::steps`] says the same per step number, so that a report
-//! can name the field and the step of a failure. [`final_specs`] gives the spec each
+//! it exercises, and [`Derived::steps`] says the same per step number ([`step_notes`]
+//! reads the comments back from a workload file), so that a report can name the field
+//! and the step of a failure. [`final_specs`] gives the spec each
 //! object ends with: what Acto's differential oracle creates afresh to compare.
 
 use serde_json::{Map, Value as Json, json};
@@ -275,7 +276,10 @@ impl<'a> Sample<'a> {
             sample
                 .pointer(pointer)
                 .and_then(Json::as_str)
-                .ok_or_else(|| DeriveError::Sample(format!("no {} (a string)", &pointer[1..])))
+                .ok_or_else(|| {
+                    let field = pointer[1..].replace('/', ".");
+                    DeriveError::Sample(format!("no {field} (a string)"))
+                })
         };
         let api_version = field("/apiVersion")?;
         let (group, version) = api_version
@@ -446,6 +450,20 @@ pub fn final_specs(workload: &Workload) -> Vec<(Target, Json)> {
     objects
         .into_iter()
         .filter_map(|(target, spec)| spec.map(|spec| (target, spec)))
+        .collect()
+}
+
+/// What each step of a derived workload's text exercises, read back from its comments
+/// (`# step 3: spec.replicas: maximum -> 10`) as `(step number, what)`: a report can
+/// name the field and the step of a failure with only the workload file at hand.
+/// Empty for a workload that was not derived.
+pub fn step_notes(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix("# step ")?;
+            let (number, what) = rest.split_once(": ")?;
+            Some((number.parse().ok()?, what.to_string()))
+        })
         .collect()
 }
 

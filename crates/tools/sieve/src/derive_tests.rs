@@ -102,6 +102,15 @@ fn each_enum_member_other_than_the_current_one() {
     );
     let short = derived(schema, json!({"f": "b"}), Depth::Short);
     assert_eq!(values(&short), [(ValueClass::EnumMember, json!("a"))]);
+    assert_eq!(
+        step_notes(&short.text),
+        [
+            (1, "create the sample w".to_string()),
+            (2, "spec.f: enum member -> \"a\"".into()),
+            (3, "delete w".into()),
+            (4, "recreate w with the sample's spec".into()),
+        ]
+    );
     assert!(
         short
             .text

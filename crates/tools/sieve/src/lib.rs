@@ -32,7 +32,7 @@
 //! | piece | module |
 //! |---|---|
 //! | the workload format and its validation (`workloads/` has the Foo, VirtualMachine and MyWeb ones) | [`workload`] |
-//! | workloads derived from a CRD's OpenAPI schema and a sample, as Acto (SOSP'23) does (`sieve derive`) | [`derive`] |
+//! | workloads derived from a CRD's OpenAPI schema and a sample, as Acto (SOSP'23) does (`sieve derive`) | [`derive`](mod@derive) |
 //! | the controller under test: presets and placeholders | [`target`] |
 //! | the trace format | [`trace`] |
 //! | the planner | [`plan`] |
