@@ -12,10 +12,17 @@
 #     --image (Memcached), create webhook (Guestbook), on this checkout's runtime crates
 #     (path dependencies, as --runtime-path writes them);
 #  2. the project builds, sharing this workspace's cargo target directory and lock file
-#     (Cargo.lock copied in: the same versions, so the dependencies are not built again);
+#     (`kcr init` copies the runtime checkout's Cargo.lock: the same versions, so the
+#     dependencies are not built again);
 #  3. its `cargo run --bin manifests` writes exactly testdata/project's CRDs and
 #     ClusterRole (the golden manifests; UPDATE_GOLDEN=1 rewrites them); then a fourth,
 #     cluster-scoped kind (`kcr create api --namespaced false`) is added beside them;
+#  3b. a new user's first edits, in a second project (DIR/first-hour, issue 57's "first
+#     hour"): a field added to a plain kind's spec and to an --image kind's, a plain
+#     kind's example fields replaced, a webhook on each plain kind (the example rules on
+#     the first, empty ones on the changed one); then `cargo run -- --help` (the README's
+#     `cargo run` picks the manager), every target built, clippy -D warnings, the unit
+#     and doc tests;
 #  4. its own hack/test.sh passes, as a user runs it: fmt, clippy -D warnings, manifests
 #     --check, `kcr envtest`, the unit tests (fake API) and the e2e tests on a real control
 #     plane (a Guestbook becomes Ready, a Memcached gets its Deployment, a bad Guestbook
@@ -56,7 +63,7 @@ bash testdata/generate.sh "$KCR" "$project" "$REPO_ROOT" 2>"$work/kcr.log" ||
 log "scaffolded $project"
 
 # --- 2., 3. build, and the manifests against the golden ones ----------------------------------
-cp Cargo.lock "$project/Cargo.lock"
+cmp -s Cargo.lock "$project/Cargo.lock" || fail "kcr init did not copy the runtime's Cargo.lock"
 (cd "$project" && cargo build --bins && cargo run --quiet --bin manifests) ||
   fail "cargo build, cargo run --bin manifests"
 log "built; manifests written"
@@ -78,10 +85,56 @@ log "manifests equal $golden's"
   --namespaced false 2>>"$work/kcr.log" && cargo build --bins && cargo run --quiet --bin manifests) ||
   fail "a cluster-scoped kind: kcr create api --namespaced false, build, manifests"
 log "a cluster-scoped kind added (ClusterPolicy)"
+first_edits
 # The binary as built now, out of the shared target dir (another project named guestbook
 # built later would overwrite it there): hack/e2e-real-node.sh's SCAFFOLD_BIN.
 install -D -m 755 "$CARGO_TARGET_DIR/debug/guestbook" "$work/bin/guestbook"
 
+}
+
+# Step 3b: what a new user edits first keeps compiling (no control plane needed).
+first_edits() {
+first=$work/first-hour
+rm -rf "$first"
+mkdir -p "$first"
+(
+  cd "$first"
+  "$KCR" init --domain my.domain --repo my.domain/first-hour --runtime-path "$REPO_ROOT"
+  "$KCR" create api --group webapp --version v1 --kind Blog
+  "$KCR" create api --group webapp --version v1 --kind Post
+  "$KCR" create api --group cache --version v1alpha1 --kind Memcached --image memcached:1.6-alpine
+) 2>>"$work/kcr.log" || fail "first edits: the scaffold"
+# A field added to Blog's spec and to Memcached's; Post's example fields replaced.
+add_field() { # FILE STRUCT FIELD-LINE
+  awk -v s="pub struct $2 {" -v f="$3" '{ print } $0 == s { print "    /// A field the user added."; print "    " f }' \
+    "$first/$1" >"$first/$1.new" && mv "$first/$1.new" "$first/$1"
+  grep -qF "$3" "$first/$1" || fail "first edits: no $2 in $1"
+}
+add_field src/api/blog_v1.rs BlogSpec "pub theme: Option<String>,"
+add_field src/api/memcached_v1alpha1.rs MemcachedSpec "pub log_level: Option<String>,"
+awk '$0 == "pub struct PostSpec {" { print; print "    /// The text of the post."; print "    pub body: String,"; skip = 1; next }
+  skip && $0 == "}" { skip = 0 } !skip { print }' "$first/src/api/post_v1.rs" >"$first/post.rs" &&
+  mv "$first/post.rs" "$first/src/api/post_v1.rs"
+grep -q "max_entries" "$first/src/api/post_v1.rs" && fail "first edits: PostSpec still has the example fields"
+(
+  cd "$first"
+  for kind in Blog Post; do
+    "$KCR" create webhook --group webapp --version v1 --kind $kind --defaulting --programmatic-validation
+  done
+) 2>>"$work/kcr.log" || fail "first edits: kcr create webhook"
+grep -q "max_entries" "$first/src/webhook/blog.rs" || fail "first edits: Blog's webhook lacks the example rules"
+! grep -v '^ *//' "$first/src/webhook/post.rs" | grep -q "max_entries" ||
+  fail "first edits: Post's webhook reads an example field its spec no longer has"
+(
+  cd "$first"
+  cargo run --quiet --bin manifests &&
+    cargo run --quiet -- --help >/dev/null &&
+    cargo build --all-targets &&
+    cargo clippy --all-targets -- -D warnings &&
+    cargo test --lib &&
+    cargo test --doc
+) || fail "first edits: a project with a field added, a spec changed and webhooks on both does not build, lint or pass its unit tests"
+log "first edits build, lint and pass their unit tests ($first)"
 }
 
 test_project() {

@@ -6,6 +6,7 @@
 mod support;
 
 use std::path::Path;
+use std::process::Command;
 
 use support::{kcr, project};
 
@@ -91,6 +92,33 @@ fn cargo_run_runs_the_manager() {
         "default-run = {default_run}, the manager's binary: {manager}"
     );
     assert!(read(&dir.0, "README.md").contains("cargo run -- --kubeconfig"));
+}
+
+/// D5: a project on a runtime checkout starts from the checkout's Cargo.lock, the
+/// versions its CI tested, not from whatever is newest on crates.io.
+#[test]
+fn the_project_starts_from_the_runtime_lock_file() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = support::TempDir::new("lock");
+    let runtime = repo.canonicalize().expect("test setup");
+    ok(
+        &dir.0,
+        &[
+            "init",
+            "--domain",
+            "my.domain",
+            "--repo",
+            "my.domain/locked",
+            "--project-name",
+            "locked",
+            "--runtime-path",
+            runtime.to_str().expect("test setup"),
+        ],
+    );
+    assert!(
+        read(&dir.0, "Cargo.lock") == read(&repo, "Cargo.lock"),
+        "the project's Cargo.lock is not the runtime's"
+    );
 }
 
 /// D2: the files besides the kind's own API file name no spec field in a struct
@@ -199,5 +227,65 @@ fn the_manager_deployment_sets_the_image_variable() {
             "            - name: {variable}\n              value: memcached:1.6-alpine\n"
         )),
         "the manager's env sets no {variable}:\n{env}"
+    );
+}
+
+/// D8: the README's local webhook workflow, run on the project's own webhook
+/// configurations (kubectl replaced by cat): each points at the local server by URL
+/// with the local CA, and nothing is left of the in-cluster Service or cert-manager.
+#[test]
+fn the_readme_points_the_webhooks_at_a_local_server() {
+    let dir = project();
+    create_webhook(&dir.0);
+    let readme = read(&dir.0, "README.md");
+    let section = readme
+        .split("## Run the webhooks locally")
+        .nth(1)
+        .expect("a local webhook section in the README");
+    let script = section
+        .split("# 2. ")
+        .nth(1)
+        .and_then(|rest| rest.split("# 3. ").next())
+        .expect("step 2 of the local webhook workflow");
+    let script = script
+        .replace("kubectl apply -f -", "cat")
+        .replace("$(base64 -w0 \"$certs/tls.crt\")", "LOCALCA");
+    assert!(
+        section.contains("--webhook-bind-address 127.0.0.1:9443 --webhook-cert-dir"),
+        "{section}"
+    );
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!("set -euo pipefail\n# {script}"))
+        .current_dir(&dir.0)
+        .output()
+        .expect("test setup");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script}\n{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for (kind, path) in [
+        (
+            "MutatingWebhookConfiguration",
+            "/mutate-webapp-my-domain-v1-guestbook",
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "/validate-webapp-my-domain-v1-guestbook",
+        ),
+    ] {
+        assert!(out.contains(&format!("kind: {kind}")), "{out}");
+        assert!(
+            out.contains(&format!(
+                "    clientConfig:\n      url: https://127.0.0.1:9443{path}\n      caBundle: LOCALCA\n    rules:"
+            )),
+            "{out}"
+        );
+    }
+    assert!(
+        !out.contains("service:") && !out.contains("inject-ca-from"),
+        "{out}"
     );
 }

@@ -99,6 +99,16 @@ pub fn init(options: &InitOptions) -> Result<Applied, ScaffoldError> {
     for (path, template) in INIT_FILES {
         plan.create(*path, vars.render(template));
     }
+    // The versions the runtime's own CI builds and tests: its Cargo.lock, when the
+    // runtime is a checkout (a path relative to the project, as Cargo.toml reads it).
+    // Without it the project resolves the newest versions, which nobody tested with
+    // these crates. Cargo drops the entries the project does not use on its first build.
+    if let RuntimeSource::Path(path) = &options.runtime {
+        let lock = options.dir.join(path).join("Cargo.lock");
+        if let Ok(text) = std::fs::read_to_string(&lock) {
+            plan.create("Cargo.lock", text);
+        }
+    }
     plan.replace(PROJECT_FILE, project.render());
     plan.apply(&options.dir)
 }

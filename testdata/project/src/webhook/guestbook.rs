@@ -161,6 +161,11 @@ mod tests {
     /// The defaulter as the API server sees it: an AdmissionReview in, a JSON patch out.
     #[test]
     fn the_defaulting_handler_answers_with_a_patch() {
+        // The object as the API server sends it: its JSON, whatever fields the spec has.
+        let mut party = guestbook(None);
+        party.spec.title = Some("Our party".into());
+        let mut object = serde_json::to_value(&party).unwrap();
+        object["metadata"]["namespace"] = json!("default");
         let request = Request::from_review(json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
@@ -170,12 +175,7 @@ mod tests {
                 "resource": {"group": "webapp.my.domain", "version": "v1", "resource": "guestbooks"},
                 "operation": "CREATE",
                 "userInfo": {"username": "alice"},
-                "object": {
-                    "apiVersion": "webapp.my.domain/v1",
-                    "kind": "Guestbook",
-                    "metadata": {"name": "party", "namespace": "default"},
-                    "spec": {"title": "Our party"},
-                },
+                "object": object,
             },
         }))
         .unwrap();

@@ -29,6 +29,51 @@ serving certificate and inject its CA (deploy/certmanager/): install it first. U
 manager is Available and the CA is injected, the API server refuses writes of the kinds
 with webhooks (`failurePolicy: Fail`), so wait as above before applying the samples.
 
+## Run the webhooks locally
+
+`cargo run` serves no webhooks: the webhook server needs a certificate the API server
+trusts, and deploy/'s webhook configurations send the API server to the in-cluster
+Service, with the CA cert-manager injects. To run them from your machine (after
+`kcr create webhook`), against a cluster whose API server can reach this machine
+(here 127.0.0.1: a local control plane such as `kcr envtest`'s; for kind, use the
+address of this machine on kind's network):
+
+```sh
+# 1. A serving certificate for the address the API server calls; it is its own CA.
+certs=/tmp/{{project_name}}-webhook-certs && mkdir -p "$certs"
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=127.0.0.1 \
+  -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+  -keyout "$certs/tls.key" -out "$certs/tls.crt"
+# 2. The webhook configurations pointed at it: `url` and `caBundle` instead of the
+#    Service and cert-manager's annotation.
+ca=$(base64 -w0 "$certs/tls.crt")
+for f in deploy/webhook/*_mutating.yaml deploy/webhook/*_validating.yaml; do
+  [ -f "$f" ] || continue
+  awk -v url=https://127.0.0.1:9443 -v ca="$ca" '
+    /^ +cert-manager.io\/inject-ca-from:/ { next }
+    /^ +service:$/ { service = 1; next }
+    service && /^ +path:/ { sub(/^ +path: */, ""); print "      url: " url $0
+      print "      caBundle: " ca; service = 0; next }
+    service { next }
+    { print }' "$f" | kubectl apply -f -
+done
+# 3. The manager, serving them.
+cargo run -- --kubeconfig ~/.kube/config \
+  --webhook-bind-address 127.0.0.1:9443 --webhook-cert-dir "$certs"
+```
+
+Delete those configurations when you stop (`kubectl delete -f` the same output, or
+`kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration <name>`):
+with `failurePolicy: Fail`, the API server refuses writes of the kind while no manager
+answers.
+
+## Dependency versions
+
+`kcr init --runtime-path` copies the runtime checkout's Cargo.lock: the project builds
+with the versions the runtime's own CI tested (cargo drops the entries the project does
+not use on its first build). `cargo update` moves to newer ones; run `bash hack/test.sh`
+after it.
+
 ## Layout
 
 | path | what |

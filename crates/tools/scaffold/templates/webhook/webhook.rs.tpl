@@ -276,6 +276,16 @@ mod tests {
 // kcr:if generic
     fn the_defaulting_handler_answers_an_admission_review() {
 // kcr:end
+        // The object as the API server sends it: its JSON, whatever fields the spec has.
+// kcr:if example
+        let mut party = {{kind_snake}}(None);
+        party.spec.title = Some("Our party".into());
+// kcr:end
+// kcr:if generic
+        let party = {{kind_snake}}();
+// kcr:end
+        let mut object = serde_json::to_value(&party).unwrap();
+        object["metadata"]["namespace"] = json!("default");
         let request = Request::from_review(json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
@@ -285,17 +295,7 @@ mod tests {
                 "resource": {"group": "{{api_group}}", "version": "{{version}}", "resource": "{{plural}}"},
                 "operation": "CREATE",
                 "userInfo": {"username": "alice"},
-                "object": {
-                    "apiVersion": "{{api_group}}/{{version}}",
-                    "kind": "{{kind}}",
-                    "metadata": {"name": "party", "namespace": "default"},
-// kcr:if example
-                    "spec": {"title": "Our party"},
-// kcr:end
-// kcr:if generic
-                    "spec": {},
-// kcr:end
-                },
+                "object": object,
             },
         }))
         .unwrap();
