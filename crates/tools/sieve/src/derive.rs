@@ -204,6 +204,9 @@ pub struct Derived {
     pub steps: Vec<StepOrigin>,
     /// What was not exercised and why, as `(field, reason)`.
     pub skipped: Vec<(String, String)>,
+    /// The CEL rules (`x-kubernetes-validations`) of the spec's schema, as `(field,
+    /// rule)`: not checked, so a step may break one and the API server refuse it.
+    pub unchecked_rules: Vec<(String, String)>,
     /// The fields not reached because the budget of updates ran out.
     pub left_out: usize,
 }
@@ -403,6 +406,7 @@ pub fn derive(crd: &Json, sample: &Json, options: &DeriveOptions) -> Result<Deri
         };
         steps.push((origin, step));
     }
+    let rules = schema::cel_rules(schema, "spec");
     let header = emit::Header {
         crd: crd_name,
         version: sample.version,
@@ -412,6 +416,7 @@ pub fn derive(crd: &Json, sample: &Json, options: &DeriveOptions) -> Result<Deri
         budget,
         updates: walker.updates.len(),
         skipped: &walker.skipped,
+        rules: &rules,
         left_out: walker.left_out,
     };
     let text = emit::text(&header, &steps)?;
@@ -421,6 +426,7 @@ pub fn derive(crd: &Json, sample: &Json, options: &DeriveOptions) -> Result<Deri
         workload,
         steps: steps.into_iter().map(|(origin, _)| origin).collect(),
         skipped: walker.skipped,
+        unchecked_rules: rules,
         left_out: walker.left_out,
     })
 }
@@ -491,3 +497,7 @@ pub fn merge_patch(target: &Json, patch: &Json) -> Json {
 #[cfg(test)]
 #[path = "derive_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "derive/repository_tests.rs"]
+mod repository_tests;

@@ -1,8 +1,6 @@
 //! Tests of [`super`]: each value class on a small hand-written schema, the spec kept
 //! valid at every step, the repository's CRDs, the patterns, the final specs.
 
-use std::path::Path;
-
 use serde_json::{Value as Json, json};
 
 use super::pattern::Pattern as Expr;
@@ -74,7 +72,7 @@ fn derived(spec_schema: Json, spec: Json, depth: Depth) -> Derived {
 }
 
 /// `(field, class, value)` of each update.
-fn updates(derived: &Derived) -> Vec<(String, ValueClass, Json)> {
+pub(super) fn updates(derived: &Derived) -> Vec<(String, ValueClass, Json)> {
     derived
         .steps
         .iter()
@@ -431,69 +429,6 @@ fn the_budget_caps_the_updates_and_the_header_says_what_is_left_out() {
     assert_eq!(capped.workload.steps.len(), 3 + 3);
 }
 
-/// The repository's CRDs and samples, as the CLI reads them.
-fn repository_pair(crd: &str, sample: &str) -> (Json, Json) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let read = |file: &str| -> Json {
-        let text = std::fs::read_to_string(root.join(file)).unwrap();
-        serde_yaml::from_str(&text).unwrap()
-    };
-    (read(crd), read(sample))
-}
-
-#[test]
-fn every_workload_derived_from_the_repositorys_crds_parses_and_exercises_the_bounds() {
-    let (crd, sample) = repository_pair(
-        "deploy/crds/samplecontroller.k8s.io_foos.yaml",
-        "deploy/examples/foo.yaml",
-    );
-    for depth in [Depth::Short, Depth::Full] {
-        let derived = derive(
-            &crd,
-            &sample,
-            &DeriveOptions {
-                depth,
-                max_steps: None,
-            },
-        )
-        .unwrap();
-        Workload::parse(&derived.text).unwrap();
-        assert!(updates(&derived).contains(&(
-            "spec.replicas".into(),
-            ValueClass::Maximum,
-            json!(10)
-        )));
-    }
-    let (crd, sample) = repository_pair(
-        "deploy/crds/operator.k8s-summit.org_mywebs.yaml",
-        "deploy/myweb-operator/myweb.yaml",
-    );
-    let full = derive(
-        &crd,
-        &sample,
-        &DeriveOptions {
-            depth: Depth::Full,
-            max_steps: None,
-        },
-    )
-    .unwrap();
-    let updates = updates(&full);
-    for port in [30000, 30001, 32766, 32767] {
-        assert!(
-            updates
-                .iter()
-                .any(|(f, _, v)| f == "spec.nodePortNumber" && *v == json!(port)),
-            "{port}"
-        );
-    }
-    // image has minLength 1 and is required: never emptied, never removed.
-    assert!(
-        updates
-            .iter()
-            .all(|(f, _, v)| f != "spec.image" || (*v != json!("") && !v.is_null()))
-    );
-}
-
 #[test]
 fn final_specs_merge_updates_and_follow_deletes_and_recreates() {
     let workload = Workload::parse(
@@ -520,4 +455,29 @@ fn final_specs_merge_updates_and_follow_deletes_and_recreates() {
         ]
     );
     let _: fn(&Step) -> crate::workload::Op = Step::op;
+}
+
+#[test]
+fn cel_rules_are_listed_as_not_checked() {
+    let mut schema = one_field(
+        json!({"type": "integer", "minimum": 0,
+        "x-kubernetes-validations": [{"rule": "self % 2 == 0", "message": "even"}]}),
+        true,
+    );
+    schema["x-kubernetes-validations"] = json!([{"rule": "has(self.f)"}]);
+    let full = derived(schema, json!({"f": 2}), Depth::Full);
+    assert_eq!(
+        full.unchecked_rules,
+        [
+            ("spec".to_string(), "has(self.f)".to_string()),
+            ("spec.f".into(), "self % 2 == 0".into())
+        ]
+    );
+    assert!(
+        full.text.contains("#   spec.f: self % 2 == 0\n"),
+        "{}",
+        full.text
+    );
+    // The odd value just above the minimum is derived all the same: the API server judges.
+    assert!(values(&full).contains(&(ValueClass::AboveMinimum, json!(1))));
 }

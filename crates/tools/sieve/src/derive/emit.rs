@@ -15,6 +15,7 @@ pub(crate) struct Header<'a> {
     pub budget: Option<usize>,
     pub updates: usize,
     pub skipped: &'a [(String, String)],
+    pub rules: &'a [(String, String)],
     pub left_out: usize,
 }
 
@@ -45,6 +46,12 @@ pub(crate) fn text(
         out.push_str("# Not exercised:\n");
         for (field, why) in header.skipped {
             out.push_str(&comment(&format!("  {field}: {why}")));
+        }
+    }
+    if !header.rules.is_empty() {
+        out.push_str("# CEL rules not checked (the API server refuses a step that breaks one):\n");
+        for (field, rule) in header.rules {
+            out.push_str(&comment(&format!("  {field}: {rule}")));
         }
     }
     if header.left_out > 0 {

@@ -94,6 +94,31 @@ pub(crate) fn int_range(schema: &Json) -> (Option<f64>, Option<f64>) {
     (low, high)
 }
 
+/// The CEL rules (`x-kubernetes-validations`) of `schema` and everything under it, as
+/// `(path, rule)`: what [`validate`] cannot check.
+pub(crate) fn cel_rules(schema: &Json, path: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = schema
+        .get("x-kubernetes-validations")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|rule| rule.get("rule").and_then(Json::as_str))
+        .map(|rule| (path.to_string(), rule.to_string()))
+        .collect();
+    if let Some(properties) = schema.get("properties").and_then(Json::as_object) {
+        for (name, field) in properties {
+            out.extend(cel_rules(field, &format!("{path}.{name}")));
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        out.extend(cel_rules(items, &format!("{path}[*]")));
+    }
+    if let Some(values) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+        out.extend(cel_rules(values, &format!("{path}[*]")));
+    }
+    out
+}
+
 /// Checks `value` at `path` against `schema`; the error names the path and the rule.
 pub(crate) fn validate(value: &Json, schema: &Json, path: &str) -> Result<(), String> {
     let fail = |rule: String| Err(format!("{path}: {rule}"));
