@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use apis::samplecontroller::v1alpha1::Foo;
-use cache::{DeletedObject, EventHandler, Lister, meta_namespace_key};
+use cache::{DeletedObject, EventHandler, Lister, Selector, meta_namespace_key};
 use controller::{controller_owner_key, event_priority, get_controller_of};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Resource;
@@ -116,6 +116,44 @@ impl DeploymentHandler {
     }
 }
 
+impl DeploymentHandler {
+    /// Enqueues every Foo that wants the name of the deleted `deployment` without
+    /// owning it: a Foo whose Deployment name was held by another object (an earlier
+    /// Foo's Deployment still waiting for the garbage collector, one a user made) failed
+    /// its sync with "already exists and is not managed by Foo" and waits in the
+    /// rate limiter's backoff, which grows to 1000 s. The name is free now: sync it at
+    /// once, rather than when the backoff says (the owner itself was queued by
+    /// [`handle_object`](Self::handle_object)). Sieve found it (issue 57): a Foo deleted
+    /// and created again with its old Deployment's delete not yet seen got its
+    /// Deployment only at its next retry, 10 s on.
+    fn enqueue_waiting_for(&self, deployment: &Deployment) {
+        let (Some(namespace), Some(name)) = (
+            deployment.metadata.namespace.as_deref(),
+            deployment.metadata.name.as_deref(),
+        ) else {
+            return;
+        };
+        let owner_uid = get_controller_of(deployment).map(|r| r.uid.as_str());
+        for foo in self
+            .foos
+            .namespaced(namespace)
+            .list(&Selector::everything())
+            .into_iter()
+            .filter(|foo| {
+                foo.spec.deployment_name == name && foo.meta().uid.as_deref() != owner_uid
+            })
+        {
+            match meta_namespace_key(&*foo) {
+                Ok(key) => {
+                    debug!(foo = %key, deployment = name, "the Deployment name a Foo waits for is free; enqueueing it");
+                    self.queue.add(key);
+                }
+                Err(err) => warn!(error = %err, "cannot compute a key for a Foo; skipping it"),
+            }
+        }
+    }
+}
+
 impl EventHandler<Deployment> for DeploymentHandler {
     fn on_add(&self, deployment: &Arc<Deployment>, is_in_initial_list: bool) {
         self.handle_object_with_priority(deployment, event_priority::on_add(is_in_initial_list));
@@ -134,7 +172,10 @@ impl EventHandler<Deployment> for DeploymentHandler {
         // A tombstone (the delete happened while the watch was down) still carries the
         // last state we knew, owner references included.
         match deleted.object() {
-            Some(deployment) => self.handle_object(deployment),
+            Some(deployment) => {
+                self.handle_object(deployment);
+                self.enqueue_waiting_for(deployment);
+            }
             None => warn!("Deployment tombstone without an object; cannot find its Foo"),
         }
     }

@@ -79,6 +79,47 @@ async fn deployment_events_enqueue_the_owning_foo_only_if_it_exists() {
     assert!(drain(&queue).is_empty());
 }
 
+/// A Foo whose Deployment name another object held (its sync failed: "already exists
+/// and is not managed by Foo") is queued the moment that object is deleted, not when
+/// its backoff ends (issue 57: Sieve's unobserved-state plan on a derived workload).
+#[tokio::test]
+async fn a_deleted_deployment_frees_its_name_for_the_foo_waiting_for_it() {
+    let queue = RateLimitingQueue::with_default_rate_limiter("t");
+    let foos = Indexer::new();
+    // The Foo recreated under its old name: a new UID, the same Deployment name.
+    let recreated = foo("web", "u-new");
+    foos.add("ns/web", Arc::new(recreated.clone()));
+    // Another Foo that wants another name, and one in another namespace.
+    foos.add("ns/other", Arc::new(foo("other", "u-other")));
+    let mut elsewhere = foo("web", "u-elsewhere");
+    elsewhere.metadata.namespace = Some("ns2".into());
+    foos.add("ns2/web", Arc::new(elsewhere));
+    let handler = DeploymentHandler::new(queue.clone(), Lister::new(foos.clone()));
+
+    // The old Foo's Deployment going (also as a tombstone, after a relist): the new
+    // Foo that wants its name is queued, nothing else.
+    let old = deployment_of(&foo("web", "u-old"), "5");
+    handler.on_delete(&DeletedObject::Object(old.clone()));
+    assert_eq!(drain(&queue), ["ns/web"]);
+    handler.on_delete(&DeletedObject::Tombstone(DeletedFinalStateUnknown {
+        key: "ns/web-deploy".into(),
+        obj: Some(old.clone()),
+    }));
+    assert_eq!(drain(&queue), ["ns/web"]);
+    // A user's Deployment of that name, no owner at all: the same.
+    let mut users = (*old).clone();
+    users.metadata.owner_references = None;
+    handler.on_delete(&DeletedObject::Object(Arc::new(users)));
+    assert_eq!(drain(&queue), ["ns/web"]);
+    // Adds and updates of the old one do not: the name is still taken.
+    handler.on_add(&old, false);
+    handler.on_update(&old, &deployment_of(&foo("web", "u-old"), "6"));
+    assert!(drain(&queue).is_empty());
+    // Its own Deployment deleted: the owner is queued once (by handle_object).
+    handler.on_delete(&DeletedObject::Object(deployment_of(&recreated, "7")));
+    assert_eq!(drain(&queue), ["ns/web"]);
+}
+
 /// The keys in the order workers would get them, with their priorities.
 fn drain_in_order(queue: &RateLimitingQueue<String>) -> Vec<(String, i32)> {
     let mut keys = Vec::new();
