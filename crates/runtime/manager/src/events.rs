@@ -14,7 +14,7 @@ use record::{BroadcasterOptions, EventBroadcaster, EventRecorder};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum EventsApi {
     /// events.k8s.io/v1 Events with an `EventSeries` (client-go's `tools/events`,
-    /// [`record::events`]): what kube-scheduler and controller-runtime's
+    /// the record crate's `events` module): what kube-scheduler and controller-runtime's
     /// `GetEventRecorder` write, shown by `kubectl events` as `(x20 over 2m)`, and
     /// the only API that keeps an Event's `action` and `related` object. The
     /// default.
@@ -22,7 +22,7 @@ pub enum EventsApi {
     #[value(name = "events.k8s.io/v1")]
     EventsV1,
     /// core/v1 Events with `count` / `lastTimestamp` (client-go's `tools/record`,
-    /// [`record::EventBroadcaster`]): for tools that still read those fields.
+    /// the record crate's `EventBroadcaster`): for tools that still read those fields.
     #[value(name = "core/v1")]
     CoreV1,
 }

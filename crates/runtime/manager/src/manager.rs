@@ -82,7 +82,7 @@ pub struct ManagerArgs {
     /// Which API to write Events with: events.k8s.io/v1 (EventSeries; what current
     /// client-go controllers write) or core/v1 (count, lastTimestamp; client-go's
     /// tools/record). Both need RBAC for `events` in their API group
-    /// (deploy/*/rbac.yaml grants both).
+    /// (the manager's ClusterRole must grant the one chosen; kcr's grants both).
     #[arg(long, env = "EVENTS_API", value_enum, default_value_t = EventsApi::EventsV1, value_name = "API")]
     pub events_api: EventsApi,
     /// `--webhook-bind-address` (off by default), `--webhook-cert-dir`, ...: the

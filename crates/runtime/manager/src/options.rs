@@ -41,8 +41,8 @@ pub struct ClientArgs {
     pub kube_api_burst: u32,
 
     /// Speak HTTP/1.1 only. By default the client negotiates HTTP/2, as client-go
-    /// does: one connection multiplexes every watch, list and write (see
-    /// [`client`](crate::client)). `DISABLE_HTTP2` is client-go's variable for it, and
+    /// does: one connection multiplexes every watch, list and write (the manager
+    /// crate's `client` module). `DISABLE_HTTP2` is client-go's variable for it, and
     /// as there any value but a false-like one (`0`, `false`, `no`, `off`) turns it on.
     #[arg(long, env = "DISABLE_HTTP2", value_parser = clap::builder::FalseyValueParser::new())]
     pub disable_http2: bool,
@@ -229,7 +229,7 @@ pub struct RunArgs {
     /// default: a controller spends its time waiting for the API server, and with a
     /// second thread most responses and watch events wake a thread only to hand the
     /// work to the other (about 10 % more CPU to converge the same Foos, measured in
-    /// docs/benchmarks.md). The deploy/ manifests request 50m CPU. Raise it for syncs
+    /// kube-controllers-rs's docs/benchmarks.md). Raise it for syncs
     /// that compute a lot; the handler threads and blocking work are not counted here.
     /// The environment variable is Tokio's own.
     #[arg(

@@ -71,7 +71,7 @@ pub async fn https_get(
 pub async fn tls_connect(
     addr: SocketAddr,
 ) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(serving::certs::ring_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(io::Error::other)?

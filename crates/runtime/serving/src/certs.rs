@@ -27,6 +27,19 @@ use tokio_util::sync::CancellationToken;
 pub use self_signed::{SELF_SIGNED_HOSTS, self_signed};
 pub use watcher::{CertWatcher, DEFAULT_CERT_POLL_INTERVAL};
 
+/// rustls' *ring* crypto provider: the one every TLS connection of this workspace uses
+/// (kube's client is built with its `ring` feature too; aws-lc-rs would add a C and
+/// CMake toolchain to every build of a controller).
+///
+/// rustls 0.23.48 deprecates `rustls::crypto::ring::default_provider` (its key
+/// exchange has no post-quantum group) and offers no other way to get the *ring*
+/// provider, so the deprecation is allowed here, once, rather than warned about in
+/// every build of a project on these crates (which resolves the newest rustls 0.23).
+pub fn ring_provider() -> CryptoProvider {
+    #[allow(deprecated)]
+    rustls::crypto::ring::default_provider()
+}
+
 /// Why a serving certificate could not be loaded or made.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
@@ -95,7 +108,7 @@ impl ServingCert {
     pub fn provider(&self) -> Arc<CryptoProvider> {
         match self {
             Self::Watched(watcher) => watcher.provider().clone(),
-            Self::SelfSigned(_) => Arc::new(rustls::crypto::ring::default_provider()),
+            Self::SelfSigned(_) => Arc::new(ring_provider()),
         }
     }
 

@@ -26,7 +26,7 @@ pub fn self_signed(hosts: &[&str]) -> Result<Arc<CertifiedKey>, CertError> {
     let rcgen::CertifiedKey { cert, signing_key } = rcgen::generate_simple_self_signed(names)?;
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(signing_key.serialize_der()));
     let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
-    let provider = rustls::crypto::ring::default_provider();
+    let provider = super::ring_provider();
     let certified =
         CertifiedKey::from_der(chain, key, &provider).map_err(CertError::SelfSignedKey)?;
     Ok(Arc::new(certified))

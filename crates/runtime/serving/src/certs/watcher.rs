@@ -73,7 +73,7 @@ impl CertWatcher {
     /// not parse, or the key is not the certificate's.
     pub fn new(cert_path: impl Into<PathBuf>, key_path: impl Into<PathBuf>) -> Result<Self> {
         let (cert_path, key_path) = (cert_path.into(), key_path.into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(super::ring_provider());
         let contents = read_contents(&cert_path, &key_path)?;
         let key = load(&cert_path, &key_path, &contents, &provider)?;
         tracing::info!(cert = %cert_path.display(), key = %key_path.display(), "loaded the serving certificate");

@@ -106,7 +106,7 @@ impl Drop for TempDir {
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(serving::certs::ring_provider())
 }
 
 fn client_config(cas: &[&CertificateDer<'static>]) -> rustls::ClientConfig {
