@@ -29,8 +29,12 @@
 #     is refused by the webhook through kube-apiserver);
 #  5. `kubectl apply -k deploy/ --dry-run=server`: kube-apiserver accepts every object of
 #     deploy/ as generated (cert-manager's Certificate and Issuer CRDs installed from its
-#     Go module first, as hack/e2e-real-node.sh does).
-# Steps 4 and 5 share one control plane (hack/with-control-plane.sh).
+#     Go module first, as hack/e2e-real-node.sh does);
+#  6. the README's "Run the webhooks locally", as written: its certificate and webhook
+#     configurations, then its manager command (the built binary for `cargo run --`);
+#     kube-apiserver calls the manager on this machine: a bad Guestbook is refused with
+#     the validator's message, an empty one comes back defaulted.
+# Steps 4 to 6 share one control plane (hack/with-control-plane.sh).
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO_ROOT"
@@ -137,11 +141,47 @@ grep -q "max_entries" "$first/src/webhook/blog.rs" || fail "first edits: Blog's 
 log "first edits build, lint and pass their unit tests ($first)"
 }
 
+# Step 6, inside the control plane's shell: the README's local webhook workflow.
+local_webhooks() {
+  set -euo pipefail
+  cd "$PROJECT_DIR"
+  kubectl() { "$TESTENV_KUBECTL" "$@"; }
+  kubectl apply -k deploy/crd >/dev/null
+  kubectl wait --for=condition=Established crd/guestbooks.webapp.my.domain --timeout=60s >/dev/null
+  local steps manager
+  steps=$(sed -n '/^# 1\. A serving certificate/,/^# 3\. The manager/p' README.md)
+  manager=$(sed -n '/^# 3\. The manager/,/^```$/p' README.md | sed -e '1d' -e '$d' \
+    -e "s|cargo run --|\"\$MANAGER_BIN\"|" -e "s|~/.kube/config|\"\$KUBECONFIG\"|")
+  [ -n "$steps" ] && [ -n "$manager" ] || { echo "README.md: no local webhook workflow" >&2; return 1; }
+  eval "$steps" 2>/dev/null
+  eval "$manager --health-probe-bind-address 0" >"$PROJECT_DIR/local-manager.log" 2>&1 &
+  local pid=$! refused="" i
+  trap 'kill $pid 2>/dev/null; kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration --all >/dev/null' RETURN
+  local bad='{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "bad", "namespace": "default"}, "spec": {"maxEntries": 0}}'
+  for i in $(seq 60); do
+    refused=$(echo "$bad" | kubectl create --dry-run=server -f - 2>&1) && break
+    case $refused in *"spec.maxEntries: Invalid value: 0"*) break ;; esac
+    sleep 1
+  done
+  case $refused in *"spec.maxEntries: Invalid value: 0: must be between 1 and 1000"*) ;; *)
+    echo "the local validator did not refuse a bad Guestbook: $refused" >&2
+    cat "$PROJECT_DIR/local-manager.log" >&2
+    return 1 ;;
+  esac
+  local defaulted
+  defaulted=$(echo '{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "empty", "namespace": "default"}, "spec": {}}' |
+    kubectl create --dry-run=server -o jsonpath='{.spec.maxEntries} {.spec.title}' -f -)
+  [ "$defaulted" = "100 empty" ] || { echo "the local defaulter did not default: $defaulted" >&2; return 1; }
+  echo "[e2e-scaffold] the README's local webhooks: a bad Guestbook refused, an empty one defaulted" >&2
+}
+
 test_project() {
 [ -f "$project/deploy/rbac/role.yaml" ] || fail "$project is not built: run $0 build first"
 # --- 4., 5. its own test script; deploy/ against the real API server --------------------------
 CM_DIR=$(cd hack/tools/node && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | jq -r .Dir)
-PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR bash hack/with-control-plane.sh bash -c '
+export -f local_webhooks
+PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR MANAGER_BIN=$CARGO_TARGET_DIR/debug/guestbook \
+  bash hack/with-control-plane.sh bash -c '
   set -euo pipefail
   cd "$PROJECT_DIR"
   echo "[e2e-scaffold] the project'"'"'s own hack/test.sh" >&2
@@ -155,8 +195,10 @@ PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR bash hack/with-control-plane.sh bas
   k create namespace guestbook-system >/dev/null
   echo "[e2e-scaffold] kubectl apply -k deploy/ --dry-run=server" >&2
   k apply -k deploy/ --dry-run=server
-' || fail "the generated project's tests or its deploy/ dry run"
-log "passed: the project's hack/test.sh and kubectl apply -k deploy/ --dry-run=server"
+  echo "[e2e-scaffold] the README'"'"'s local webhook workflow" >&2
+  local_webhooks
+' || fail "the generated project's tests, its deploy/ dry run or its local webhooks"
+log "passed: the project's hack/test.sh, kubectl apply -k deploy/ --dry-run=server, the README's local webhooks"
 }
 
 case $what in
