@@ -141,6 +141,24 @@ grep -q "max_entries" "$first/src/webhook/blog.rs" || fail "first edits: Blog's 
 log "first edits build, lint and pass their unit tests ($first)"
 }
 
+# Step 6's checks: kube-apiserver calls the local manager's webhooks.
+local_webhooks_answer() {
+  local bad='{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "bad", "namespace": "default"}, "spec": {"maxEntries": 0}}'
+  local refused="" defaulted i
+  for i in $(seq 60); do
+    refused=$(echo "$bad" | kubectl create --dry-run=server -f - 2>&1) && break
+    case $refused in *"spec.maxEntries: Invalid value: 0"*) break ;; esac
+    sleep 1
+  done
+  case $refused in
+    *"spec.maxEntries: Invalid value: 0: must be between 1 and 1000"*) ;;
+    *) echo "the local validator did not refuse a bad Guestbook ($i tries): $refused" >&2; return 1 ;;
+  esac
+  defaulted=$(echo '{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "empty", "namespace": "default"}, "spec": {}}' |
+    kubectl create --dry-run=server -o jsonpath='{.spec.maxEntries} {.spec.title}' -f -)
+  [ "$defaulted" = "100 empty" ] || { echo "the local defaulter did not default: $defaulted" >&2; return 1; }
+}
+
 # Step 6, inside the control plane's shell: the README's local webhook workflow.
 local_webhooks() {
   set -euo pipefail
@@ -155,23 +173,14 @@ local_webhooks() {
   [ -n "$steps" ] && [ -n "$manager" ] || { echo "README.md: no local webhook workflow" >&2; return 1; }
   eval "$steps" 2>/dev/null
   eval "$manager --health-probe-bind-address 0" >"$PROJECT_DIR/local-manager.log" 2>&1 &
-  local pid=$! refused="" i
-  trap 'kill $pid 2>/dev/null; kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration --all >/dev/null' RETURN
-  local bad='{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "bad", "namespace": "default"}, "spec": {"maxEntries": 0}}'
-  for i in $(seq 60); do
-    refused=$(echo "$bad" | kubectl create --dry-run=server -f - 2>&1) && break
-    case $refused in *"spec.maxEntries: Invalid value: 0"*) break ;; esac
-    sleep 1
-  done
-  case $refused in *"spec.maxEntries: Invalid value: 0: must be between 1 and 1000"*) ;; *)
-    echo "the local validator did not refuse a bad Guestbook: $refused" >&2
+  local pid=$! status=0
+  local_webhooks_answer || status=$?
+  kill "$pid" 2>/dev/null || true
+  kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration --all >/dev/null
+  if [ "$status" != 0 ]; then
     cat "$PROJECT_DIR/local-manager.log" >&2
-    return 1 ;;
-  esac
-  local defaulted
-  defaulted=$(echo '{"apiVersion": "webapp.my.domain/v1", "kind": "Guestbook", "metadata": {"name": "empty", "namespace": "default"}, "spec": {}}' |
-    kubectl create --dry-run=server -o jsonpath='{.spec.maxEntries} {.spec.title}' -f -)
-  [ "$defaulted" = "100 empty" ] || { echo "the local defaulter did not default: $defaulted" >&2; return 1; }
+    return "$status"
+  fi
   echo "[e2e-scaffold] the README's local webhooks: a bad Guestbook refused, an empty one defaulted" >&2
 }
 
@@ -179,7 +188,7 @@ test_project() {
 [ -f "$project/deploy/rbac/role.yaml" ] || fail "$project is not built: run $0 build first"
 # --- 4., 5. its own test script; deploy/ against the real API server --------------------------
 CM_DIR=$(cd hack/tools/node && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | jq -r .Dir)
-export -f local_webhooks
+export -f local_webhooks local_webhooks_answer
 PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR MANAGER_BIN=$CARGO_TARGET_DIR/debug/guestbook \
   bash hack/with-control-plane.sh bash -c '
   set -euo pipefail

@@ -289,3 +289,62 @@ fn the_readme_points_the_webhooks_at_a_local_server() {
         "{out}"
     );
 }
+
+/// Smaller: one mutating and one validating configuration for the project, a webhook
+/// per kind in each (kubebuilder's layout): kustomize's name prefix makes them
+/// `guestbook-mutating-webhook-configuration`, not `guestbook-guestbook-...`.
+#[test]
+fn one_webhook_configuration_of_each_type_for_every_kind() {
+    let dir = project();
+    ok(
+        &dir.0,
+        &[
+            "create",
+            "api",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+        ],
+    );
+    create_webhook(&dir.0);
+    ok(
+        &dir.0,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Blog",
+            "--defaulting",
+        ],
+    );
+    let mutating = read(&dir.0, "deploy/webhook/mutating.yaml");
+    assert!(
+        mutating.contains("\n  name: mutating-webhook-configuration\n"),
+        "{mutating}"
+    );
+    for webhook in [
+        "mguestbook-v1.webapp.my.domain",
+        "mblog-v1.webapp.my.domain",
+    ] {
+        assert!(
+            mutating.contains(&format!("\n  - name: {webhook}\n")),
+            "{mutating}"
+        );
+    }
+    let validating = read(&dir.0, "deploy/webhook/validating.yaml");
+    assert!(validating.contains("\n  - name: vguestbook-v1.webapp.my.domain\n"));
+    assert!(!validating.contains("vblog"), "{validating}");
+    let kustomization = read(&dir.0, "deploy/webhook/kustomization.yaml");
+    assert_eq!(
+        kustomization.matches("- mutating.yaml").count(),
+        1,
+        "{kustomization}"
+    );
+}

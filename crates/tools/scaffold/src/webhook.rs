@@ -122,20 +122,36 @@ pub fn create_webhook(options: &WebhookOptions) -> Result<Applied, ScaffoldError
         "// +kcr:scaffold:e2e-modules",
         format!("mod {module}_webhook;"),
     );
-    // deploy/: the API server calls the webhooks through these configurations.
-    for (on, file, template) in [
-        (options.defaulting, "mutating", MUTATING_CONFIGURATION),
-        (options.validation, "validating", VALIDATING_CONFIGURATION),
+    // deploy/: the API server calls the webhooks through these configurations, one of
+    // each type for the project (kubebuilder's), with a webhook per kind.
+    for (on, file, configuration, webhook) in [
+        (
+            options.defaulting,
+            "mutating",
+            MUTATING_CONFIGURATION,
+            MUTATING_WEBHOOK,
+        ),
+        (
+            options.validation,
+            "validating",
+            VALIDATING_CONFIGURATION,
+            VALIDATING_WEBHOOK,
+        ),
     ] {
         if on {
-            plan.create(
-                format!("deploy/webhook/{module}_{file}.yaml"),
-                vars.render(template),
-            );
+            let path = format!("deploy/webhook/{file}.yaml");
+            if !options.dir.join(&path).exists() {
+                plan.create(&path, vars.render(configuration));
+                plan.insert(
+                    "deploy/webhook/kustomization.yaml",
+                    "# +kcr:scaffold:webhooks",
+                    format!("- {file}.yaml"),
+                );
+            }
             plan.insert(
-                "deploy/webhook/kustomization.yaml",
-                "# +kcr:scaffold:webhooks",
-                format!("- {module}_{file}.yaml"),
+                &path,
+                format!("# +kcr:scaffold:{file}-webhooks"),
+                vars.render(webhook),
             );
         }
     }
@@ -177,6 +193,10 @@ const WEBHOOK_E2E: &str = include_str!("../templates/webhook/e2e.rs.tpl");
 const MUTATING_CONFIGURATION: &str = include_str!("../templates/webhook/deploy/mutating.yaml.tpl");
 const VALIDATING_CONFIGURATION: &str =
     include_str!("../templates/webhook/deploy/validating.yaml.tpl");
+const MUTATING_WEBHOOK: &str =
+    include_str!("../templates/webhook/deploy/mutating_webhook.yaml.tpl");
+const VALIDATING_WEBHOOK: &str =
+    include_str!("../templates/webhook/deploy/validating_webhook.yaml.tpl");
 
 /// deploy/'s webhook parts, written with the project's first webhook.
 const FIRST_WEBHOOK_FILES: &[(&str, &str)] = &[

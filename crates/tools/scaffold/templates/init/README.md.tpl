@@ -47,7 +47,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=127.0.0.1 \
 # 2. The webhook configurations pointed at it: `url` and `caBundle` instead of the
 #    Service and cert-manager's annotation.
 ca=$(base64 -w0 "$certs/tls.crt")
-for f in deploy/webhook/*_mutating.yaml deploy/webhook/*_validating.yaml; do
+for f in deploy/webhook/mutating.yaml deploy/webhook/validating.yaml; do
   [ -f "$f" ] || continue
   awk -v url=https://127.0.0.1:9443 -v ca="$ca" '
     /^ +cert-manager.io\/inject-ca-from:/ { next }

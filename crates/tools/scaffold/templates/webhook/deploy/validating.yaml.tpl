@@ -1,24 +1,11 @@
-# The API server asks the validator (src/webhook/{{kind_snake}}.rs) about every create
-# and update of a {{kind}}, and refuses the write with its message.
+# The API server asks the kinds' validators (src/webhook/<kind>.rs) about every create
+# and update of the kinds below, and refuses a write with its message (kubebuilder's
+# validating-webhook-configuration: one configuration, one webhook per kind).
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
 metadata:
-  name: {{kind_snake}}-validating-webhook-configuration
+  name: validating-webhook-configuration
   annotations:
     cert-manager.io/inject-ca-from: {{project_name}}-system/{{project_name}}-serving-cert
 webhooks:
-  - name: v{{kind_lower}}-{{version}}.{{api_group}}
-    clientConfig:
-      service:
-        name: webhook-service
-        namespace: system
-        path: /validate-{{api_group_dashed}}-{{version}}-{{kind_lower}}
-    rules:
-      - apiGroups: ["{{api_group}}"]
-        apiVersions: ["{{version}}"]
-        operations: ["CREATE", "UPDATE"]
-        resources: ["{{plural}}"]
-    admissionReviewVersions: ["v1"]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
+  # +kcr:scaffold:validating-webhooks
