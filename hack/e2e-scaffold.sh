@@ -172,7 +172,8 @@ local_webhooks() {
     -e "s|cargo run --|\"\$MANAGER_BIN\"|" -e "s|~/.kube/config|\"\$KUBECONFIG\"|")
   [ -n "$steps" ] && [ -n "$manager" ] || { echo "README.md: no local webhook workflow" >&2; return 1; }
   eval "$steps" 2>/dev/null
-  eval "$manager --health-probe-bind-address 0" >"$PROJECT_DIR/local-manager.log" 2>&1 &
+  # exec: $! is the manager itself, which the clean-up stops.
+  eval "exec $manager --health-probe-bind-address 0" >"$PROJECT_DIR/local-manager.log" 2>&1 &
   local pid=$! status=0
   local_webhooks_answer || status=$?
   kill "$pid" 2>/dev/null || true
