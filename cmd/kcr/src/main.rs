@@ -15,6 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
+
+mod sieve_pass;
 use scaffold::{ApiOptions, Applied, InitOptions, RuntimeSource, WebhookOptions};
 
 /// Scaffold a Kubernetes operator on the kube-controllers-rs runtime, as kubebuilder does
@@ -55,6 +57,14 @@ enum Command {
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
+    /// Test the project's controllers with Sieve's perturbations (a crash after each
+    /// write, each watch event withheld, a restart onto a lagging API server) and Acto's
+    /// differential oracle, on workloads derived from its samples and CRD schemas, on a
+    /// control plane of its own; exit 1 if a plan fails.
+    #[command(
+        after_help = "Example:\n  kcr sieve                 # the short pass (hack/test.sh runs it)\n  kcr sieve --full          # every value of every spec field\n  kcr sieve --replay intermediate-3 --workload target/sieve/workloads/memcached-memcached-sample.yaml"
+    )]
+    Sieve(sieve_pass::SieveArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,6 +170,16 @@ struct WebhookArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Sieve(args) = cli.command {
+        return match sieve_pass::run(args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("kcr sieve: {e:#}");
+                ExitCode::from(3)
+            }
+        };
+    }
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -228,6 +248,7 @@ fn run(command: Command) -> Result<(), scaffold::ScaffoldError> {
             report(&applied, "Next: bash hack/test.sh");
         }
         Command::Envtest { dir } => print!("{}", scaffold::envtest::envtest(&dir)?),
+        Command::Sieve(_) => unreachable!("handled in main"),
     }
     Ok(())
 }

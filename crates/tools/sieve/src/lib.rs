@@ -42,6 +42,7 @@
 //! | the invariants | [`invariants`] |
 //! | the verdicts and the report | [`report`] |
 //! | a target and a workload on a control plane: learn, plans side by side (`--jobs`), the differential oracle | [`session`] |
+//! | a kcr project as a target (`kcr sieve`): its manager, a control plane, workloads derived from its samples and CRDs | [`project`] |
 //!
 //! `sieve test` runs it all; `hack/sieve.sh` starts a control plane and runs it on this
 //! repository's three controllers (what `.ci/run` runs), and docs/reliability.md has the
@@ -60,6 +61,7 @@ pub mod diff;
 pub mod ignore;
 pub mod invariants;
 pub mod plan;
+pub mod project;
 pub mod proxy;
 pub mod report;
 pub mod runner;

@@ -331,6 +331,7 @@ async fn session(common: &Common, jobs: usize) -> anyhow::Result<Session> {
         },
         replay_flags: replay_flags(common),
         jobs,
+        replay_command: None,
     })
 }
 

@@ -74,7 +74,6 @@ pub struct DifferentialResult {
 }
 
 /// One target, one workload, one control plane.
-#[derive(Debug)]
 pub struct Session {
     /// The control plane and the binaries.
     pub env: Environment,
@@ -91,6 +90,22 @@ pub struct Session {
     pub replay_flags: String,
     /// How many plans run at once.
     pub jobs: usize,
+    /// How a plan is replayed, if not with `sieve run` (`kcr sieve --replay`): from the
+    /// plan's id.
+    pub replay_command: Option<ReplayCommand>,
+}
+
+/// Makes a plan's replay command from its id.
+pub type ReplayCommand = Box<dyn Fn(&str) -> String + Send + Sync>;
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("target", &self.target.name)
+            .field("workload", &self.workload_name)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
@@ -161,12 +176,15 @@ impl Session {
         )
         .await?;
         write_json(&out.join("outcome.json"), &outcome)?;
-        let command = format!(
-            "{}{} --learned {}",
-            plan.command(&self.workload_name, &self.target.name),
-            self.replay_flags,
-            learned.display()
-        );
+        let command = match &self.replay_command {
+            Some(replay) => replay(&plan.id),
+            None => format!(
+                "{}{} --learned {}",
+                plan.command(&self.workload_name, &self.target.name),
+                self.replay_flags,
+                learned.display()
+            ),
+        };
         let result = report::judge(
             plan,
             &outcome,

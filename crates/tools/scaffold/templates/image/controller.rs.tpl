@@ -15,7 +15,10 @@
 //!    `Ok`: retrying would change nothing, and the user's fix triggers a new reconcile.
 //! 3. The Deployment ([`deployment_for_{{kind_snake}}`]), as found in the cache:
 //!    - absent: **create** it. If one of that name appeared meanwhile, the API server
-//!      answers 409 AlreadyExists and the request is retried;
+//!      answers 409 AlreadyExists and the request is retried. A {{kind}} reconciled
+//!      before that lost its Deployment is first looked up on the API server (one GET):
+//!      the cache may not have seen its own deletion yet, and a Deployment for a
+//!      deleted owner is only more work for the garbage collector;
 //!    - controlled by this {{kind}}: **server-side apply** the desired fields, with
 //!      `force`: a `kubectl scale` or edit of those fields is put back;
 //!    - anyone else's: never touched. Warning Event, `Ready=False`, and an error, so
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 
 use builder::{Action, Reconciler, Request};
 use cache::Lister;
-use controller::{ApiError, Freshness, is_controlled_by, new_controller_ref};
+use controller::{ApiError, Freshness, is_controlled_by, new_controller_ref, owner_still_exists};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
@@ -262,7 +265,9 @@ impl Reconciler for {{kind}}Reconciler {
 
         // 3. The Deployment. A failure is reported, then retried with backoff.
         let deployment = match self.ensure_deployment(&{{kind_snake}}).await {
-            Ok(deployment) => deployment,
+            Ok(Some(deployment)) => deployment,
+            // The {{kind}} is gone: its own delete event is on its way.
+            Ok(None) => return Ok(Action::Done),
             Err(err) => {
                 let message = err.user_message();
                 self.recorder
@@ -294,8 +299,9 @@ impl Reconciler for {{kind}}Reconciler {
 
 impl {{kind}}Reconciler {
     /// Step 3 of the [module docs](self): creates, applies or refuses; returns the
-    /// Deployment as the API server has it now.
-    async fn ensure_deployment(&self, {{kind_snake}}: &{{kind}}) -> Result<Deployment, Error> {
+    /// Deployment as the API server has it now, or `None` when the {{kind}} itself
+    /// turned out to be gone.
+    async fn ensure_deployment(&self, {{kind_snake}}: &{{kind}}) -> Result<Option<Deployment>, Error> {
         let mut desired = deployment_for_{{kind_snake}}({{kind_snake}}, &self.image)?;
         let namespace = {{kind_snake}}.metadata.namespace.clone().unwrap_or_default();
         let name = {{kind_snake}}.metadata.name.clone().unwrap_or_default();
@@ -319,6 +325,23 @@ impl {{kind}}Reconciler {
                     .map_err(|e| ApiError::new("apply Deployment", &namespace, &name, e))?
             }
             Err(err) if err.is_not_found() => {
+                // A {{kind}} reconciled before (it has a status) whose Deployment is gone
+                // may be gone itself: the garbage collector deletes the Deployment after
+                // the {{kind}}, and each informer follows its own watch, so the
+                // Deployment's delete can reach this cache before the {{kind}}'s. One
+                // GET tells; a create would make a Deployment for an owner that no
+                // longer exists (`kcr sieve` finds that: a crash, or a withheld event,
+                // right at the delete).
+                if {{kind_snake}}.status.is_some() {
+                    let owners = Api::<{{kind}}>::namespaced(self.client.clone(), &namespace);
+                    let live = owner_still_exists(&owners, {{kind_snake}})
+                        .await
+                        .map_err(|e| ApiError::new("get {{kind}}", &namespace, &name, e))?;
+                    if !live {
+                        info!(namespace, name, "{{kind}} is gone or replaced: not recreating its Deployment");
+                        return Ok(None);
+                    }
+                }
                 info!(namespace, name, "creating Deployment");
                 let params = PostParams {
                     field_manager: Some(CONTROLLER_NAME.to_string()),
@@ -331,7 +354,7 @@ impl {{kind}}Reconciler {
             Err(err) => return Err(err.into()),
         };
         self.wrote({{kind_snake}}, &written);
-        Ok(written)
+        Ok(Some(written))
     }
 
     /// Sets the `Ready` condition for the current generation and writes the status if

@@ -9,7 +9,7 @@ controller-runtime's builder, manager and webhooks, in Rust.
 | what | command |
 |------|---------|
 | **Run it** against the cluster your kubeconfig points at (installs the CRDs first) | `cargo run --bin manifests && kubectl apply -k deploy/crd && cargo run -- --kubeconfig ~/.kube/config` |
-| **Test it** (fmt, clippy, manifests up to date, unit tests, e2e tests on a local control plane that `kcr envtest` builds) | `bash hack/test.sh` |
+| **Test it** (fmt, clippy, manifests up to date, unit tests, e2e tests on a local control plane that `kcr envtest` builds, Sieve's perturbations: `kcr sieve`) | `bash hack/test.sh` |
 
 ## Deploy it
 
@@ -66,6 +66,28 @@ Delete those configurations when you stop (`kubectl delete -f` the same output, 
 `kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration <name>`):
 with `failurePolicy: Fail`, the API server refuses writes of the kind while no manager
 answers.
+
+## Test it like the runtime's own controllers: `kcr sieve`
+
+`hack/test.sh` ends with a short pass of `kcr sieve`: the manager built, a control plane
+of its own, and for each sample in `deploy/samples` a workload derived from its CRD's
+schema (the sample created, a spec field changed to another valid value, deleted,
+created again). The workload runs once as it is (the reference), then once per point
+where a controller's view of the cluster can go wrong (Sieve, OSDI'22): the manager
+killed right after each write it made, each watch event withheld until the object's next
+one. Each run's end state must equal the reference; no object may be created twice or for
+a deleted owner. Then a fresh object at the final spec must reach the same state as the
+sequence of changes (Acto's differential oracle, SOSP'23).
+
+```sh
+kcr sieve                                  # the pass; the report: target/sieve/report.md
+kcr sieve --full                           # every valid value of every spec field, all perturbations
+kcr sieve --replay <plan> --workload <file>   # one plan again (the report prints the line)
+```
+
+Your own workloads go in `hack/sieve/*.yaml` (the format: `target/sieve/workloads/`),
+paths the comparison should ignore (a value your controller generates per run) in
+`hack/sieve/ignore`, one a line: `.status.lastSyncTime`, `Deployment:.spec.template.metadata.annotations`.
 
 ## Dependency versions
 

@@ -49,6 +49,25 @@ impl Cluster {
         Ok(resource)
     }
 
+    /// The namespaced kind served as `plural` in `group` (`""`: the core group), at
+    /// the group's preferred version, as a [`Captured`] (from discovery); `None` if
+    /// this API server does not serve it.
+    pub async fn captured_by_plural(&self, group: &str, plural: &str) -> Option<Captured> {
+        let discovery = discovery::Discovery::new(self.client.clone())
+            .filter(&[group])
+            .run()
+            .await
+            .ok()?;
+        discovery.groups().find_map(|g| {
+            g.recommended_resources()
+                .into_iter()
+                .find(|(resource, caps)| {
+                    resource.plural == plural && caps.scope == discovery::Scope::Namespaced
+                })
+                .map(|(resource, _)| Captured::new(&resource.api_version, &resource.kind))
+        })
+    }
+
     fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), namespace, resource)
     }
