@@ -222,6 +222,7 @@ mod tests {
             logs: Vec::new(),
             not_cleaned_up: Vec::new(),
             refused: Vec::new(),
+            snapshot: None,
         }
     }
 

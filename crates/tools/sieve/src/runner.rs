@@ -48,7 +48,6 @@ pub use cluster::Cluster;
 use process::Controller;
 use watcher::{NOT_CRASHED, Watcher};
 
-use crate::invariants;
 use crate::plan::{Perturbation, Plan};
 use crate::proxy::{Recorder, SieveProxy};
 use crate::target::{Captured, Placeholders, Target};
@@ -213,11 +212,18 @@ pub struct RunOutcome {
     /// refused (422): ...`. The run goes on without them.
     #[serde(default)]
     pub refused: Vec<String>,
+    /// The state after the step `snapshot_after` named (settled as the end state is):
+    /// `(step, objects)`. The differential oracle compares it.
+    #[serde(default)]
+    pub snapshot: Option<Vec<Json>>,
 }
 
 /// One run of `workload` against `target` under `plan` (none: the learning run),
 /// writing its logs and trace into `dir`. `learned_namespace` is the learning run's
 /// namespace (the plan's keys name it; they are moved into this run's).
+/// `snapshot_after`: also keep the state once that step is quiet
+/// ([`RunOutcome::snapshot`]).
+#[allow(clippy::too_many_arguments)] // each is one thing a caller decides
 pub async fn run(
     env: &Environment,
     target: &Target,
@@ -226,6 +232,7 @@ pub async fn run(
     learned_namespace: Option<&str>,
     timing: Timing,
     dir: &Path,
+    snapshot_after: Option<usize>,
 ) -> Result<RunOutcome, RunError> {
     let (workload, workload_name) = workload;
     std::fs::create_dir_all(dir)
@@ -309,6 +316,7 @@ pub async fn run(
     watch.start_all()?;
     watch.quiescent("start", false).await;
     let mut refused_steps = Vec::new();
+    let mut snapshot = None;
     for (index, step) in workload.steps.iter().enumerate() {
         let last_step = index + 1 == workload.steps.len();
         let recorder = proxy.interceptor();
@@ -353,6 +361,14 @@ pub async fn run(
             .quiescent(&format!("step {}", step.number), last_step)
             .await;
         recorder.push(Event::StepEnd { step: step.number });
+        if snapshot_after == Some(step.number) {
+            let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
+            snapshot = Some(
+                watch
+                    .settled_state(&env.cluster, &resources, &namespace, &full_kinds, false)
+                    .await?,
+            );
+        }
         if let Some(Perturbation::StaleState { at_step, .. }) = &perturbation
             && *at_step == step.number
         {
@@ -367,34 +383,9 @@ pub async fn run(
     // MyWeb plan's status was taken mid-rollout in CI): an owned object still waiting
     // for the collector after the bound is what the invariants then report.
     let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
-    let started = Instant::now();
-    // The trace's length when the run was last quiet: anything recorded since (a
-    // rollout's last status change after a pause longer than the quiet period, and the
-    // controller's answer to it) means quiet again first, then a fresh list.
-    let mut quiet_at = proxy.interceptor().len();
-    let end_state = loop {
-        let mut state = Vec::new();
-        for resource in &resources {
-            state.extend(env.cluster.list(resource, &namespace).await?);
-        }
-        let out_of_time = started.elapsed() >= timing.step_bound;
-        // Orphans the garbage collector has yet to remove, Deployments still rolling
-        // out: the cluster's work, which the controller then reacts to.
-        let waiting = !invariants::check_end_state(&state, &full_kinds).is_empty()
-            || !invariants::rolling_out(&state).is_empty();
-        if waiting && !out_of_time {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            continue;
-        }
-        if proxy.interceptor().len() != quiet_at && !out_of_time {
-            watch
-                .quiescent("garbage collection and rollouts", true)
-                .await;
-            quiet_at = proxy.interceptor().len();
-            continue;
-        }
-        break state;
-    };
+    let end_state = watch
+        .settled_state(&env.cluster, &resources, &namespace, &full_kinds, true)
+        .await?;
     let trace = proxy.interceptor().trace();
     let reached = perturbation.is_none() || proxy.interceptor().reached();
     let (exits, liveness) = (
@@ -442,6 +433,7 @@ pub async fn run(
         logs: controller.logs().to_vec(),
         not_cleaned_up,
         refused: refused_steps,
+        snapshot,
     })
 }
 

@@ -111,6 +111,15 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// The learning run into `out`; whether it is clean enough to be a reference.
     pub async fn learn(&self, out: &Path) -> Result<(RunOutcome, bool), SessionError> {
+        self.learn_with(out, None).await
+    }
+
+    /// [`learn`](Self::learn), keeping the state after step `snapshot_after` too.
+    async fn learn_with(
+        &self,
+        out: &Path,
+        snapshot_after: Option<usize>,
+    ) -> Result<(RunOutcome, bool), SessionError> {
         let outcome = runner::run(
             &self.env,
             &self.target,
@@ -119,6 +128,7 @@ impl Session {
             None,
             self.timing,
             out,
+            snapshot_after,
         )
         .await?;
         write_json(&out.join("outcome.json"), &outcome)?;
@@ -173,6 +183,7 @@ impl Session {
             Some(&reference.namespace),
             self.timing,
             out,
+            None,
         )
         .await?;
         write_json(&out.join("outcome.json"), &outcome)?;
@@ -221,7 +232,10 @@ impl Session {
         out: &Path,
     ) -> Result<bool, SessionError> {
         let learned = out.join("learn");
-        let (reference, clean) = self.learn(&learned).await?;
+        let point = differential
+            .then(|| differential_point(&self.workload))
+            .flatten();
+        let (reference, clean) = self.learn_with(&learned, point).await?;
         if !clean {
             return Ok(false);
         }
@@ -296,16 +310,30 @@ impl Session {
             && differential.is_none_or(|d| d.verdict != Verdict::Fail))
     }
 
-    /// Acto's differential oracle: a fresh run that creates each object of the workload
-    /// that exists at its end, at its final spec, in one step; its end state must equal
-    /// the learning run's (`reference`).
+    /// Acto's differential oracle: a fresh run that creates each object of the workload,
+    /// at its spec after the [last update](differential_point), in one step; its end
+    /// state must equal the learning run's (`reference`) at that step (its snapshot; the
+    /// end state for a workload without updates). Not at the workload's end: a derived
+    /// workload ends by deleting the object and creating it again with the sample's spec,
+    /// which a controller that ignores spec changes gets right.
     pub async fn differential(
         &self,
         reference: &RunOutcome,
         out: &Path,
     ) -> Result<DifferentialResult, SessionError> {
         let started = Instant::now();
-        let fresh = fresh_start(&self.workload);
+        let point = differential_point(&self.workload);
+        let (expected, prefix) = match (&reference.snapshot, point) {
+            (Some(snapshot), Some(step)) => (
+                snapshot,
+                Workload {
+                    description: self.workload.description.clone(),
+                    steps: self.workload.steps[..step].to_vec(),
+                },
+            ),
+            _ => (&reference.end_state, self.workload.clone()),
+        };
+        let fresh = fresh_start(&prefix);
         let name = format!("{} (final specs, created fresh)", self.workload_name);
         let outcome = runner::run(
             &self.env,
@@ -315,11 +343,12 @@ impl Session {
             None,
             self.timing,
             out,
+            None,
         )
         .await?;
         write_json(&out.join("outcome.json"), &outcome)?;
         let diff = diff::compare(
-            &reference.end_state,
+            expected,
             &reference.namespace,
             &outcome.end_state,
             &outcome.namespace,
@@ -331,7 +360,8 @@ impl Session {
             findings.insert(
                 0,
                 format!(
-                    "the workload's end state differs from a fresh start at its final specs:\n{diff}"
+                    "the state after step {} differs from a fresh start at the specs it had then:\n{diff}",
+                    point.filter(|_| reference.snapshot.is_some()).unwrap_or(self.workload.steps.len())
                 ),
             );
         }
@@ -346,6 +376,17 @@ impl Session {
             seconds: started.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// The step whose state the differential oracle compares: the workload's last
+/// `update` (numbered from 1), if it has one.
+pub fn differential_point(workload: &Workload) -> Option<usize> {
+    workload
+        .steps
+        .iter()
+        .rev()
+        .find(|step| matches!(step.action, Action::Update { .. }))
+        .map(|step| step.number)
 }
 
 /// The workload that creates each object `workload` leaves behind, at its final spec:
@@ -372,7 +413,7 @@ pub fn fresh_start(workload: &Workload) -> Workload {
 /// The report's section for the differential oracle.
 pub fn differential_markdown(result: &DifferentialResult) -> String {
     let mut text = format!(
-        "\n## differential ({:?}, {:.1} s)\n\nthe workload's end state against a fresh start at its final specs (Acto's differential oracle)\n",
+        "\n## differential ({:?}, {:.1} s)\n\nthe state after the last spec change against a fresh start at those specs (Acto's differential oracle)\n",
         result.verdict, result.seconds
     );
     for f in &result.findings {
@@ -421,6 +462,7 @@ steps:
 ",
         )
         .expect("a workload");
+        assert_eq!(differential_point(&workload), Some(3));
         let fresh = fresh_start(&workload);
         assert_eq!(fresh.steps.len(), 1, "{fresh:?}");
         assert_eq!(fresh.steps[0].number, 1);

@@ -156,6 +156,51 @@ impl Watcher<'_> {
         }
     }
 
+    /// The state of `resources` in `namespace` once the garbage collector has removed
+    /// what deleted owners left (its work, not the controller's; it also needs a while
+    /// to discover a new CRD's resource) and every Deployment has rolled out (the
+    /// deployment controller's and kwok's work, which under load can pause for longer
+    /// than a quiet period: a MyWeb plan's status was taken mid-rollout in CI), and the
+    /// controller is quiet again after what that made it do; up to the step bound (an
+    /// owned object still waiting for the collector then is what the invariants
+    /// report). `release`: as [`quiescent`](Self::quiescent)'s.
+    pub(super) async fn settled_state(
+        &mut self,
+        cluster: &super::Cluster,
+        resources: &[kube::core::ApiResource],
+        namespace: &str,
+        full_kinds: &[&str],
+        release: bool,
+    ) -> Result<Vec<serde_json::Value>, RunError> {
+        let started = Instant::now();
+        // The trace's length when the run was last quiet: anything recorded since (a
+        // rollout's last status change after a pause longer than the quiet period, and
+        // the controller's answer to it) means quiet again first, then a fresh list.
+        let mut quiet_at = self.proxy.interceptor().len();
+        loop {
+            let mut state = Vec::new();
+            for resource in resources {
+                state.extend(cluster.list(resource, namespace).await?);
+            }
+            let out_of_time = started.elapsed() >= self.timing.step_bound;
+            // Orphans the garbage collector has yet to remove, Deployments still rolling
+            // out: the cluster's work, which the controller then reacts to.
+            let waiting = !crate::invariants::check_end_state(&state, full_kinds).is_empty()
+                || !crate::invariants::rolling_out(&state).is_empty();
+            if waiting && !out_of_time {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            if self.proxy.interceptor().len() != quiet_at && !out_of_time {
+                self.quiescent("garbage collection and rollouts", release)
+                    .await;
+                quiet_at = self.proxy.interceptor().len();
+                continue;
+            }
+            return Ok(state);
+        }
+    }
+
     /// The stale-state perturbation after step `at_step`: a restart whose lists are
     /// served at the resourceVersion of the end of step `at_step - 1`.
     pub(super) async fn restart_stale(&mut self, at_step: usize) -> Result<(), RunError> {
