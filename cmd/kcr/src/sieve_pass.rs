@@ -26,9 +26,13 @@ pub struct SieveArgs {
     /// Plans at once, each in its own namespace with its own manager.
     #[arg(long, env = "KCR_SIEVE_JOBS", default_value_t = 4)]
     jobs: usize,
-    /// Only these perturbations: intermediate, unobserved, stale.
+    /// Only these perturbations: intermediate, unobserved, stale (`--only none`: the
+    /// differential oracle alone).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Start no plan after one failed: enough to show that a bug is caught.
+    #[arg(long)]
+    stop_at_first_failure: bool,
     /// Skip the differential oracle (a fresh object at the final spec must reach the
     /// same state as the sequence of changes).
     #[arg(long)]
@@ -64,6 +68,7 @@ pub fn run(args: SieveArgs) -> anyhow::Result<bool> {
         jobs: args.jobs,
         only: args.only,
         differential: !args.no_differential,
+        stop_at_first_failure: args.stop_at_first_failure,
         timing: DEFAULT_TIMING,
         replay: args.replay.zip(args.workload),
     };

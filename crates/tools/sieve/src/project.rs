@@ -94,6 +94,8 @@ pub struct ProjectPass {
     pub only: Vec<String>,
     /// Run the differential oracle after the plans.
     pub differential: bool,
+    /// Start no plan after one failed (enough to show a bug is caught).
+    pub stop_at_first_failure: bool,
     /// The runner's waits.
     pub timing: Timing,
     /// Replay one plan instead of the pass: `(plan id, workload file)`, judged against
@@ -249,7 +251,12 @@ pub fn run(pass: &ProjectPass) -> Result<bool, ProjectError> {
                 return Ok(result.verdict != crate::report::Verdict::Fail);
             }
             let passed = session
-                .test(&pass.only, false, pass.differential, &run_out)
+                .test(
+                    &pass.only,
+                    pass.stop_at_first_failure,
+                    pass.differential,
+                    &run_out,
+                )
                 .await?;
             all_passed &= passed;
             let report = std::fs::read_to_string(run_out.join("report.md")).unwrap_or_default();
