@@ -33,6 +33,8 @@ for plant in $PLANTS; do
   project=$work/$plant/guestbook
   bash testdata/generate.sh "$KCR" "$project" "$REPO_ROOT" 2>"$work/$plant.kcr.log"
   cp Cargo.lock "$project/Cargo.lock"
+  # The Memcached sample only: the plants are in its controller.
+  rm "$project/deploy/samples/webapp_v1_guestbook.yaml"
   python3 - "$project/src/controller/memcached.rs" "$plant" <<'PY'
 import sys
 path, plant = sys.argv[1], sys.argv[2]
@@ -66,10 +68,10 @@ elif plant == "port":
         "                // PLANTED BUG (a spec field not propagated on update): an existing\n"
         "                // Deployment keeps its container port.\n"
         "                let port = |d: &Deployment| {\n"
-        "                    d.spec.as_ref()?.template.spec.as_ref()?.containers.first()?.ports.as_ref()?.first().map(|p| p.container_port)\n"
+        "                    d.spec.template.spec.as_ref()?.containers.first()?.ports.as_ref()?.first().map(|p| p.container_port)\n"
         "                };\n"
-        "                if let (Some(port), Some(spec)) = (port(&current), desired.spec.as_mut())\n"
-        "                    && let Some(pod) = spec.template.spec.as_mut()\n"
+        "                if let Some(port) = port(&current)\n"
+        "                    && let Some(pod) = desired.spec.template.spec.as_mut()\n"
         "                    && let Some(ports) = pod.containers[0].ports.as_mut()\n"
         "                {\n                    ports[0].container_port = port;\n                }\n",
         before=False)

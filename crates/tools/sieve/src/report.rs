@@ -73,6 +73,23 @@ pub fn judge(
     if !diff.is_empty() {
         findings.push(format!("end state differs from the reference:\n{diff}"));
     }
+    // The state after the last spec change too: a workload that ends by deleting and
+    // creating its object again hides at its end what went wrong before (a Deployment
+    // never made for the object's first version, then made for its second).
+    if let (Some(expected), Some(actual)) = (&reference.snapshot, &outcome.snapshot) {
+        let before = diff::compare(
+            expected,
+            &reference.namespace,
+            actual,
+            &outcome.namespace,
+            options,
+        );
+        if !before.is_empty() {
+            findings.push(format!(
+                "the state after the last spec change differs from the reference's:\n{before}"
+            ));
+        }
+    }
     findings.extend(violations.iter().map(ToString::to_string));
     findings.extend(outcome.liveness.iter().cloned());
     findings.extend(outcome.exits.iter().cloned());
@@ -268,6 +285,27 @@ mod tests {
             judged_other.findings[0].contains("refused other steps"),
             "{:?}",
             judged_other.findings
+        );
+        // The state after the last spec change is judged too: equal end states do not
+        // hide a Deployment missing before (an edge-triggered create, then a recreate).
+        let mut with_snapshot = outcome("learn", 3, true);
+        with_snapshot.snapshot = Some(with_snapshot.end_state.clone());
+        let snapshot_judged =
+            |o: &RunOutcome| judge(&plan, o, &with_snapshot, &opts, "replay".into(), 1.0);
+        let mut missing_before = outcome("g", 3, true);
+        missing_before.snapshot = Some(Vec::new());
+        let judged_missing = snapshot_judged(&missing_before);
+        assert_eq!(judged_missing.verdict, Verdict::Fail);
+        assert!(
+            judged_missing.findings[0].contains("after the last spec change")
+                && judged_missing.findings[0].contains("missing: Deployment web"),
+            "{:?}",
+            judged_missing.findings
+        );
+        // No snapshot (an event still withheld then): only the end state counts.
+        assert_eq!(
+            snapshot_judged(&outcome("h", 3, true)).verdict,
+            Verdict::Pass
         );
         let results = vec![judged(&outcome("a", 3, true)), failed];
         let rows = tally(&results);

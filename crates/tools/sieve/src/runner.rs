@@ -212,8 +212,9 @@ pub struct RunOutcome {
     /// refused (422): ...`. The run goes on without them.
     #[serde(default)]
     pub refused: Vec<String>,
-    /// The state after the step `snapshot_after` named (settled as the end state is):
-    /// `(step, objects)`. The differential oracle compares it.
+    /// The state after the step `snapshot_after` named (settled as the end state is);
+    /// none if an event was still withheld then. Plans are judged on it as on the end
+    /// state, and the differential oracle compares it.
     #[serde(default)]
     pub snapshot: Option<Vec<Json>>,
 }
@@ -363,11 +364,14 @@ pub async fn run(
         recorder.push(Event::StepEnd { step: step.number });
         if snapshot_after == Some(step.number) {
             let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
-            snapshot = Some(
-                watch
-                    .settled_state(&env.cluster, &resources, &namespace, &full_kinds, false)
-                    .await?,
-            );
+            let state = watch
+                .settled_state(&env.cluster, &resources, &namespace, &full_kinds, false)
+                .await?;
+            // With an event still withheld the controller lacks a state on purpose:
+            // only the end state may be judged then.
+            if proxy.interceptor().withheld_for().is_none() {
+                snapshot = Some(state);
+            }
         }
         if let Some(Perturbation::StaleState { at_step, .. }) = &perturbation
             && *at_step == step.number

@@ -111,10 +111,12 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// The learning run into `out`; whether it is clean enough to be a reference.
     pub async fn learn(&self, out: &Path) -> Result<(RunOutcome, bool), SessionError> {
-        self.learn_with(out, None).await
+        self.learn_with(out, differential_point(&self.workload))
+            .await
     }
 
-    /// [`learn`](Self::learn), keeping the state after step `snapshot_after` too.
+    /// [`learn`](Self::learn), keeping the state after step `snapshot_after` too (each
+    /// plan is judged on it as well: [`differential_point`]).
     async fn learn_with(
         &self,
         out: &Path,
@@ -183,7 +185,7 @@ impl Session {
             Some(&reference.namespace),
             self.timing,
             out,
-            None,
+            differential_point(&self.workload),
         )
         .await?;
         write_json(&out.join("outcome.json"), &outcome)?;
@@ -232,10 +234,9 @@ impl Session {
         out: &Path,
     ) -> Result<bool, SessionError> {
         let learned = out.join("learn");
-        let point = differential
-            .then(|| differential_point(&self.workload))
-            .flatten();
-        let (reference, clean) = self.learn_with(&learned, point).await?;
+        let (reference, clean) = self
+            .learn_with(&learned, differential_point(&self.workload))
+            .await?;
         if !clean {
             return Ok(false);
         }
@@ -378,8 +379,8 @@ impl Session {
     }
 }
 
-/// The step whose state the differential oracle compares: the workload's last
-/// `update` (numbered from 1), if it has one.
+/// The step whose state the differential oracle compares, and every plan is judged on
+/// besides its end state: the workload's last `update` (numbered from 1), if it has one.
 pub fn differential_point(workload: &Workload) -> Option<usize> {
     workload
         .steps
