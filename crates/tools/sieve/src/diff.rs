@@ -51,12 +51,20 @@ pub struct Options {
 }
 
 /// Paths that count an object's history (how many specs or rollouts it went through),
-/// not its state: `.status.observedGeneration` of every kind, and the Deployment
-/// controller's revision annotation.
+/// not its state: `.status.observedGeneration` of every kind (and a status condition's,
+/// `.status.conditions[N].observedGeneration`: see [`is_history_counter`]), and the
+/// Deployment controller's revision annotation.
 pub const HISTORY_COUNTERS: &[&str] = &[
     ".status.observedGeneration",
     ".metadata.annotations[\"deployment.kubernetes.io/revision\"]",
 ];
+
+/// Whether `path` is a [history counter](HISTORY_COUNTERS), a condition's
+/// `observedGeneration` included.
+pub fn is_history_counter(path: &str) -> bool {
+    HISTORY_COUNTERS.contains(&path)
+        || (path.starts_with(".status.conditions[") && path.ends_with("].observedGeneration"))
+}
 
 /// The paths every comparison drops (besides the special cases of [`normalize`]).
 const DEFAULT_IGNORED: &[&[&str]] = &[
@@ -291,7 +299,7 @@ fn is_shorter_history(d: &Difference) -> bool {
         Some(Json::String(s)) => s.parse().ok(),
         _ => None,
     };
-    HISTORY_COUNTERS.contains(&d.path.as_str())
+    is_history_counter(&d.path)
         && matches!((count(&d.reference), count(&d.actual)), (Some(r), Some(a)) if a < r)
 }
 

@@ -340,6 +340,13 @@ fn a_shorter_history_is_no_difference_where_states_were_skipped_and_a_longer_one
         })
     };
     let reference = [deployment("2", 2)];
+    assert!(is_history_counter(
+        ".status.conditions[0].observedGeneration"
+    ));
+    assert!(!is_history_counter(
+        ".spec.conditions[0].observedGeneration"
+    ));
+    assert!(!is_history_counter(".status.conditions[0].reason"));
     let skipped = Options {
         shorter_history: true,
         ..Options::default()

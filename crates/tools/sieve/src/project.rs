@@ -134,14 +134,17 @@ pub fn run(pass: &ProjectPass) -> Result<bool, ProjectError> {
         path: workloads_dir.clone(),
         source,
     })?;
-    derive_run(&DeriveArgs {
-        crd: yaml_files(&dir.join("deploy/crd"))?,
-        sample: yaml_files(&dir.join("deploy/samples"))?,
-        full: pass.depth == Depth::Full,
-        max_steps: pass.max_updates,
-        sample_index: None,
-        out: Some(workloads_dir.clone()),
-    })?;
+    // A replay runs the workload file it is given: deriving again would rewrite it.
+    if pass.replay.is_none() {
+        derive_run(&DeriveArgs {
+            crd: yaml_files(&dir.join("deploy/crd"))?,
+            sample: yaml_files(&dir.join("deploy/samples"))?,
+            full: pass.depth == Depth::Full,
+            max_steps: pass.max_updates,
+            sample_index: None,
+            out: Some(workloads_dir.clone()),
+        })?;
+    }
     let mut workloads = yaml_files(&workloads_dir)?;
     workloads.extend(yaml_files(&dir.join("hack/sieve"))?);
     if let Some((_, workload)) = &pass.replay {

@@ -160,6 +160,12 @@ impl Recorder {
         self
     }
 
+    /// Drops the crash hook if it was not called: the run is over (its clean-up must not
+    /// kill the controller while a finalizer of its waits to be removed).
+    pub fn disarm(&self) {
+        self.shared.on_crash.lock().take();
+    }
+
     /// Appends `event` (the run record, a step's begin or end) with the next sequence
     /// number, which it returns.
     pub fn push(&self, event: Event) -> u64 {

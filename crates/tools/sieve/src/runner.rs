@@ -390,6 +390,8 @@ pub async fn run(
     let end_state = watch
         .settled_state(&env.cluster, &resources, &namespace, &full_kinds, true)
         .await?;
+    // The clean-up is not part of the plan: no crash point in it.
+    proxy.interceptor().disarm();
     let trace = proxy.interceptor().trace();
     let reached = perturbation.is_none() || proxy.interceptor().reached();
     let (exits, liveness) = (

@@ -14,8 +14,8 @@
 //!    (`Ready=False`, reason [`REASON_INVALID_SPEC`], a Warning Event) and stop, with
 //!    `Ok`: retrying would change nothing, and the user's fix triggers a new reconcile.
 //! 3. The Deployment ([`deployment_for_memcached`]), as found in the cache:
-//!    - absent: **create** it. If one of that name appeared meanwhile, the API server
-//!      answers 409 AlreadyExists and the request is retried. A Memcached reconciled
+//!    - absent: **create** it, by server-side apply (so that later applies own every
+//!      field it set). A Memcached reconciled
 //!      before that lost its Deployment is first looked up on the API server (one GET):
 //!      the cache may not have seen its own deletion yet, and a Deployment for a
 //!      deleted owner is only more work for the garbage collector;
@@ -346,11 +346,13 @@ impl MemcachedReconciler {
                     }
                 }
                 info!(namespace, name, "creating Deployment");
-                let params = PostParams {
-                    field_manager: Some(CONTROLLER_NAME.to_string()),
-                    ..PostParams::default()
-                };
-                api.create(&params, &desired)
+                // Created by server-side apply too, not POSTed: then this controller's
+                // applies own every field it ever set. A POSTed Deployment keeps the
+                // POST's entries of keyed lists under later applies: a changed
+                // `containerPort` became a second port of the same name, which the API
+                // server refuses (`kcr sieve`'s workload derived from the schema found it).
+                let params = PatchParams::apply(CONTROLLER_NAME).force();
+                api.patch(&name, &params, &Patch::Apply(&desired))
                     .await
                     .map_err(|e| ApiError::new("create Deployment", &namespace, &name, e))?
             }
