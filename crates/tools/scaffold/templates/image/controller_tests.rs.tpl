@@ -87,11 +87,14 @@ async fn a_new_{{kind_snake}}_gets_its_deployment() {
 
     f.reconcile().await.unwrap();
 
+    // Created by server-side apply, as every later change is: then the controller's
+    // applies own every field it set (a POSTed Deployment kept the POST's port entry
+    // when `containerPort` changed).
     assert_eq!(
         f.api.action_names(),
-        ["create deployments", "update {{plural}}/status"]
+        ["patch deployments", "update {{plural}}/status"]
     );
-    let deployment = f.body("create deployments");
+    let deployment = f.body("patch deployments");
     assert_eq!(deployment["metadata"]["name"], "sample");
     assert_eq!(deployment["spec"]["replicas"], 3);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
