@@ -122,6 +122,9 @@ real_node_demo() {
   local -x KUBECONFIG=$state/node/cp/kubeconfig
   kubectl get nodes -o wide
   kubectl apply -f deploy/crds/operator.k8s-summit.org_mywebs.yaml >/dev/null
+  # `kubectl wait` fails at once, not waiting, on a CRD whose status has no conditions yet
+  # (one applied a moment ago: ".status.conditions accessor error: <nil>", seen in CI): retry.
+  for _ in $(seq 30); do kubectl wait --for condition=established --timeout=5s crd/mywebs.operator.k8s-summit.org >/dev/null 2>&1 && break; sleep 1; done
   kubectl wait --for condition=established --timeout=60s crd/mywebs.operator.k8s-summit.org >/dev/null
   # deploy/myweb-operator as it is, without its admission webhook (its certificate comes
   # from cert-manager; hack/e2e-real-node.sh shows the webhook too).
@@ -176,6 +179,9 @@ kubectl get nodes
 
 say "Installing the CRDs generated from crates/controllers/apis (deploy/crds)"
 kubectl apply --server-side -f deploy/crds/
+# `kubectl wait` fails at once, not waiting, on a CRD whose status has no conditions yet
+# (one applied a moment ago: ".status.conditions accessor error: <nil>", seen in CI): retry.
+for _ in $(seq 30); do kubectl wait --for condition=established --timeout=5s crd --all >/dev/null 2>&1 && break; sleep 1; done
 kubectl wait --for condition=established --timeout=60s crd --all
 
 say "Starting sample-controller (log: $state/sample-controller.log)"

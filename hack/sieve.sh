@@ -71,6 +71,9 @@ kubectl apply --server-side -f deploy/crds/ >/dev/null
 # namespace controller read the preferred v1beta1 and would stall on one nobody serves.
 kubectl patch crd virtualmachines.cloudnative.tw --type=merge \
   -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' >/dev/null
+# `kubectl wait` fails at once, not waiting, on a CRD whose status has no conditions yet
+# (one applied a moment ago: ".status.conditions accessor error: <nil>", seen in CI): retry.
+for _ in $(seq 30); do kubectl wait --for condition=established --timeout=5s crd --all >/dev/null 2>&1 && break; sleep 1; done
 kubectl wait --for condition=established --timeout=60s crd --all >/dev/null
 
 workload_of() {

@@ -167,14 +167,25 @@ pub fn run(pass: &ProjectPass) -> Result<bool, ProjectError> {
         "-k",
         &dir.join("deploy/crd").display().to_string(),
     ])?;
-    control_plane.kubectl(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "--timeout=60s",
-        "crd",
-        "--all",
-    ])?;
+    // `kubectl wait` fails at once, not waiting, on a CRD whose status has no
+    // conditions yet (one applied a moment ago): try again for a while, then for real.
+    let wait = |timeout: &str| {
+        control_plane.kubectl(&[
+            "wait",
+            "--for",
+            "condition=established",
+            timeout,
+            "crd",
+            "--all",
+        ])
+    };
+    for _ in 0..30 {
+        if wait("--timeout=5s").is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    wait("--timeout=60s")?;
 
     let runtime = tokio::runtime::Runtime::new().map_err(|source| ProjectError::Io {
         path: PathBuf::from("a Tokio runtime"),
