@@ -145,7 +145,20 @@ pub fn run(pass: &ProjectPass) -> Result<bool, ProjectError> {
             out: Some(workloads_dir.clone()),
         })?;
     }
-    let mut workloads = yaml_files(&workloads_dir)?;
+    // Cluster-scoped kinds are left out: every run isolates itself in a namespace of
+    // its own, and their objects would be shared between runs.
+    let cluster_scoped = cluster_scoped_kinds(&yaml_files(&dir.join("deploy/crd"))?);
+    let mut workloads: Vec<PathBuf> = yaml_files(&workloads_dir)?
+        .into_iter()
+        .filter(|w| {
+            let file = w.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let skip = cluster_scoped.iter().any(|kind| file.starts_with(&format!("{kind}-")));
+            if skip {
+                eprintln!("kcr sieve: {file}: a cluster-scoped kind, not exercised (runs are isolated by namespace)");
+            }
+            !skip
+        })
+        .collect();
     workloads.extend(yaml_files(&dir.join("hack/sieve"))?);
     if let Some((_, workload)) = &pass.replay {
         workloads = vec![
@@ -304,6 +317,26 @@ fn project_name(dir: &Path) -> Result<String, ProjectError> {
                 path.display()
             ))
         })
+}
+
+/// The kinds (lower case, as derived workloads are named) of the cluster-scoped CRDs in
+/// `files`.
+fn cluster_scoped_kinds(files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| {
+            serde_yaml::Deserializer::from_str(&text)
+                .filter_map(|d| <Json as serde::Deserialize>::deserialize(d).ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|crd| crd.pointer("/spec/scope").and_then(Json::as_str) == Some("Cluster"))
+        .filter_map(|crd| {
+            crd.pointer("/spec/names/kind")
+                .and_then(Json::as_str)
+                .map(str::to_lowercase)
+        })
+        .collect()
 }
 
 /// `cargo build --bin <name>` in `dir`; the binary's path.

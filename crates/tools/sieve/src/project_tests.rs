@@ -37,3 +37,17 @@ fn a_project_without_a_name_is_refused() {
     assert_eq!(project_name(&dir).expect("a name"), "guestbook");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cluster_scoped_kinds_are_found_in_the_crd_files() {
+    let dir = std::env::temp_dir().join(format!("sieve-project-scope-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let file = dir.join("crds.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  scope: Cluster\n  names: {kind: ClusterPolicy}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  scope: Namespaced\n  names: {kind: Memcached}\n",
+    )
+    .expect("written");
+    assert_eq!(cluster_scoped_kinds(&[file]), ["clusterpolicy"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
