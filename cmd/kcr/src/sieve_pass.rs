@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use sieve::derive::Depth;
-use sieve::project::{DEFAULT_TIMING, ProjectPass};
+use sieve::project::ProjectPass;
+use sieve::runner::Timing;
 
 /// `kcr sieve`'s flags.
 #[derive(Debug, Args)]
@@ -69,7 +70,7 @@ pub fn run(args: SieveArgs) -> anyhow::Result<bool> {
         only: args.only,
         differential: !args.no_differential,
         stop_at_first_failure: args.stop_at_first_failure,
-        timing: DEFAULT_TIMING,
+        timing: Timing::default(),
         replay: args.replay.zip(args.workload),
     };
     Ok(sieve::project::run(&pass)?)

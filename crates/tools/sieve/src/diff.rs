@@ -244,12 +244,11 @@ pub fn compare(
         let mut groups: BTreeMap<ObjectId, Vec<Json>> = BTreeMap::new();
         for object in objects {
             let object = normalize(object, namespace, options);
-            if CLUSTER_OBJECTS
-                .contains(&(id_of(&object).kind.as_str(), id_of(&object).name.as_str()))
-            {
+            let id = id_of(&object);
+            if CLUSTER_OBJECTS.contains(&(id.kind.as_str(), id.name.as_str())) {
                 continue;
             }
-            groups.entry(id_of(&object)).or_default().push(object);
+            groups.entry(id).or_default().push(object);
         }
         groups
     };

@@ -541,12 +541,6 @@ fn run_script(script: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Stri
     })
 }
 
-/// How long a pass waits for a step, as the `sieve` command's defaults.
-pub const DEFAULT_TIMING: Timing = Timing {
-    quiet: Duration::from_secs(2),
-    step_bound: Duration::from_secs(60),
-};
-
 #[cfg(test)]
 #[path = "project_tests.rs"]
 mod tests;

@@ -239,6 +239,25 @@ mod tests {
         })
     }
 
+    /// The pid the test script writes to `pid_file` (atomically: written, then renamed),
+    /// waited for up to 10 s.
+    async fn child_pid(pid_file: &std::path::Path) -> i32 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(pid) = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                return pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the script never started its child"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// A controller made of several processes, as a shell script with its `kubectl get
     /// --watch` is: the crash kills all of them, not only the shell (issue 57, A1).
     #[tokio::test]
@@ -253,20 +272,7 @@ mod tests {
         let mut controller = Controller::new(1);
         let command = ["sh".to_owned(), "-c".to_owned(), script];
         controller.start(0, &command, &[], &dir).expect("started");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let grandchild = loop {
-            if let Some(pid) = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|t| t.trim().parse::<i32>().ok())
-            {
-                break pid;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the script never started its child"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let grandchild = child_pid(&pid_file).await;
         assert!(alive(grandchild));
         // The crash hook's path: the synchronous killer, then the runner's restart.
         controller.killer()(0);
@@ -276,24 +282,12 @@ mod tests {
             "the controller's child {grandchild} outlived the crash"
         );
         // And a stop (SIGTERM to the group) reaches a child too.
+        // Removed before the start: the new script may write it at once.
+        let _ = std::fs::remove_file(&pid_file);
         controller
             .start(0, &command, &[], &dir)
             .expect("started again");
-        let _ = std::fs::remove_file(&pid_file);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let second = loop {
-            if let Some(pid) = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|t| t.trim().parse::<i32>().ok())
-            {
-                break pid;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the script never started its child"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let second = child_pid(&pid_file).await;
         controller.stop(Duration::from_secs(2)).await;
         assert!(
             !alive(second),
