@@ -27,6 +27,8 @@ cd "$(dirname "$0")/.."
 source hack/lib/phases.sh
 # shellcheck source=hack/lib/test-binaries.sh
 source hack/lib/test-binaries.sh
+# shellcheck source=hack/lib/disk.sh
+source hack/lib/disk.sh
 
 # --- Disk -------------------------------------------------------------------------
 # Line tables keep backtraces readable; incremental caches only help rebuilds, which a
@@ -44,13 +46,18 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The shared cargo target directory: what the last complete run did not use is removed,
+# and if the disk is still short of room the directory goes (hack/lib/disk.sh says why).
+cache_root=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
+disk_prune_target "${CARGO_TARGET_DIR:-$cache_root/cargo-target}"
+disk_guard "${CARGO_TARGET_DIR:-$cache_root/cargo-target}" "${MIN_FREE_GB:-25}"
+
 # A cold run finds no cache outside the clone: no control-plane binaries, no fuzz build,
 # no cargo build. The guard at the end holds the run to the cold or the warm budget.
 cold=warm
 for release in newest oldest; do
   [ -x "$(K8S_VERSION=$release bash hack/control-plane.sh bin-dir)/kube-apiserver" ] || cold=cold
 done
-cache_root=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 [ -d "${FUZZ_TARGET_DIR:-$cache_root/fuzz-target}" ] || cold=cold
 [ -d "${CARGO_TARGET_DIR:-$cache_root/cargo-target}/debug/deps" ] || cold=cold
 [ -d "${LINT_TARGET_DIR:-$cache_root/lint-target}/debug/deps" ] || cold=cold
@@ -278,5 +285,7 @@ bg_wait loom
 bg_wait fuzz
 bg_wait lints
 
+# Every phase ran: the next run may remove what this one did not use.
+disk_mark_complete "$CARGO_TARGET_DIR"
 # Recorded so a growing build footprint shows up in CI logs before it fills a disk.
 log "disk: $CARGO_TARGET_DIR is $(du -sh "$CARGO_TARGET_DIR" 2>/dev/null | cut -f1); $(df -h "$CARGO_TARGET_DIR" | awk 'NR==2 {print $4}') free"
