@@ -435,7 +435,8 @@ restart_apiserver() {
   for i in "${COMPONENT_PIDS[@]}"; do [ "$i" = "$pid" ] || kept+=("$i"); done
   COMPONENT_PIDS=("${kept[@]}")
   start_apiserver
-  wait_until "$READY_TIMEOUT_S" "kube-apiserver /readyz after restart" kubectl_admin get --raw=/readyz --request-timeout=2s
+  wait_until "$READY_TIMEOUT_S" "kube-apiserver /readyz after restart" \
+    kubectl_admin get --raw=/readyz --request-timeout=2s || return 1
   echo $(($(cat "$STATE/apiserver-generation" 2>/dev/null || echo 0) + 1)) >"$STATE/apiserver-generation"
   log "kube-apiserver restarted (pid $(cat "$STATE/pids/kube-apiserver.pid"))"
 }
@@ -665,14 +666,18 @@ EOF
   if [ "$FOREGROUND" = 1 ]; then
     # Wait for any component to die (or a signal): then tear everything down.
     # SIGUSR1 (sent by `restart-apiserver`) restarts kube-apiserver instead.
-    echo $$ >"$STATE/foreground.pid"
+    # The trap before the pid file: `restart-apiserver` signals as soon as it finds the
+    # file, and an untrapped SIGUSR1 ends a shell.
     RESTART_REQUESTED=0
     trap 'RESTART_REQUESTED=1' USR1
+    echo $$ >"$STATE/foreground.pid"
     while true; do
       wait -n "${COMPONENT_PIDS[@]}" || true
       if [ "$RESTART_REQUESTED" = 1 ]; then
         RESTART_REQUESTED=0
-        restart_apiserver
+        # Said before the teardown, in the log `restart-apiserver`'s caller reads
+        # (testenv puts its tail into the error).
+        restart_apiserver || { log "the kube-apiserver restart failed: tearing down"; break; }
         continue
       fi
       break

@@ -5,7 +5,7 @@
 #
 #   bash hack/sieve-planted.sh            by hand (a pass per bug, about a minute each
 #                                         once built); docs/reliability.md has the figures
-#   PLANTS="edge" bash hack/sieve-planted.sh   one of: edge, duplicate, port
+#   PLANTS="edge" bash hack/sieve-planted.sh   one of: edge, duplicate, port, minimum
 #
 # | plant     | the bug                                                 | caught by                 | the report must say |
 # |-----------|---------------------------------------------------------|---------------------------|---------------------|
@@ -15,7 +15,10 @@
 # |           | reconcile (no status yet) creates with generateName     | crash after the create)   |                     |
 # | port      | a spec field not propagated on update: an existing      | the differential oracle   | .spec.template.spec.containers[0].ports[0].containerPort |
 # |           | Deployment keeps its container port                     |                           |                     |
+# | minimum   | a validation gap: `size` without its minimum, so a      | the complaints oracle     | a Warning Event after step 2 (spec.size: negative |
+# |           | negative size is stored, then refused by the controller | (Warning Event, Ready=False) |                  |
 #
+# The last is the template as it was before finding 18 (docs/reliability.md).
 # KCR: the kcr binary (default: the one build's). Exit 0: every plant caught as it must be.
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +26,7 @@ cd "$REPO_ROOT"
 CACHE_ROOT=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$CACHE_ROOT/cargo-target}
 KCR=${KCR:-$CARGO_TARGET_DIR/debug/kcr}
-PLANTS=${PLANTS:-edge duplicate port}
+PLANTS=${PLANTS:-edge duplicate port minimum}
 log() { printf '[sieve-planted] %s\n' "$*" >&2; }
 [ -x "$KCR" ] || { log "no kcr binary at $KCR (cargo build -p kcr, or set KCR)"; exit 3; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sieve-planted.XXXXXX")
@@ -35,9 +38,10 @@ for plant in $PLANTS; do
   cp Cargo.lock "$project/Cargo.lock"
   # The Memcached sample only: the plants are in its controller.
   rm "$project/deploy/samples/webapp_v1_guestbook.yaml"
-  python3 - "$project/src/controller/memcached.rs" "$plant" <<'PY'
+  python3 - "$project/src" "$plant" <<'PY'
 import sys
-path, plant = sys.argv[1], sys.argv[2]
+root, plant = sys.argv[1], sys.argv[2]
+path = root + ("/api/memcached_v1alpha1.rs" if plant == "minimum" else "/controller/memcached.rs")
 src = open(path).read()
 def plant_at(anchor, code, before=True):
     global src
@@ -75,6 +79,10 @@ elif plant == "port":
         "                    && let Some(ports) = pod.containers[0].ports.as_mut()\n"
         "                {\n                    ports[0].container_port = port;\n                }\n",
         before=False)
+elif plant == "minimum":
+    anchor = "    #[schemars(range(min = 0))]\n    pub size: i32,\n"
+    assert anchor in src, f"the anchor of {plant} is gone: {anchor!r}"
+    src = src.replace(anchor, "    // PLANTED BUG (a validation gap): no minimum.\n    pub size: i32,\n", 1)
 else:
     sys.exit(f"unknown plant {plant}")
 open(path, "w").write(src)
@@ -83,6 +91,7 @@ PY
     edge) only=unobserved want='missing: Deployment memcached-sample' ;;
     duplicate) only=intermediate want='extra: Deployment memcached-sample-\*' ;;
     port) only=none want='ports\[0\]\.containerPort' ;;
+    minimum) only=none want='Warning Event after step 2 (spec.size: negative' ;;
   esac
   log "$plant: kcr sieve --only $only (the Memcached sample; results in $project/target/sieve)"
   status=0

@@ -315,8 +315,10 @@ impl ControlPlane {
         if out.status.success() {
             return Ok(());
         }
+        // The foreground `up` did the restart: why it failed is in its log.
+        let plane_log = self.log.as_deref().map(tail).unwrap_or_default();
         Err(Error::InvalidRequest(format!(
-            "restart-apiserver failed ({}): {}",
+            "restart-apiserver failed ({}): {}\nthe control plane's log ends:\n{plane_log}",
             out.status,
             last_lines(&String::from_utf8_lossy(&out.stderr), 20)
         )))

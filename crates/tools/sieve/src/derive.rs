@@ -23,7 +23,9 @@
 //!    scalar, an array or a map), `update`s, each a JSON merge patch of the spec that
 //!    changes that field to another valid value, by [`ValueClass`]: each `enum` member;
 //!    an integer's or number's `minimum`, `maximum` and the values just inside them
-//!    (exclusive bounds honoured; without an upper bound, the value plus 1 and plus 10);
+//!    (exclusive bounds honoured; without a lower bound, an integer's -1, which the
+//!    schema accepts and a controller may refuse: see [`crate::complaints`]; without an
+//!    upper bound, the value plus 1 and plus 10);
 //!    a boolean flipped; a string matching the field's `pattern` (the simple subset:
 //!    character classes with quantifiers, anchors, literal text, groups), or of its
 //!    `format`, or changed, shortest and longest (`minLength`/`maxLength`); an array grown
@@ -103,6 +105,8 @@ pub enum ValueClass {
     AboveMinimum,
     /// Just below the highest valid value.
     BelowMaximum,
+    /// -1, for an integer the schema gives no minimum (a value below zero it accepts).
+    Negative,
     /// The value plus one (no upper bound).
     Incremented,
     /// A larger value (no upper bound).
@@ -143,6 +147,7 @@ impl ValueClass {
             Self::Maximum => "maximum",
             Self::AboveMinimum => "just above the minimum",
             Self::BelowMaximum => "just below the maximum",
+            Self::Negative => "negative (no minimum)",
             Self::Incremented => "incremented",
             Self::Larger => "a larger value",
             Self::Flipped => "flipped",

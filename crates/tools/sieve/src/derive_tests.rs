@@ -159,13 +159,32 @@ fn integer_bounds_and_just_inside_them_exclusive_ones_honoured() {
 }
 
 #[test]
-fn unbounded_integers_and_numbers_grow_and_booleans_flip() {
+fn unbounded_integers_go_negative_and_grow_numbers_grow_and_booleans_flip() {
     use ValueClass::*;
     let schema = one_field(json!({"type": "integer", "format": "int32"}), true);
+    let full = derived(schema.clone(), json!({"f": 4}), Depth::Full);
+    assert_eq!(
+        values(&full),
+        [
+            (Negative, json!(-1)),
+            (Incremented, json!(5)),
+            (Larger, json!(14))
+        ]
+    );
+    // Short: the value the schema forgot to refuse, first (the complaints oracle's).
+    let short = derived(schema, json!({"f": 4}), Depth::Short);
+    assert_eq!(values(&short), [(Negative, json!(-1))]);
+    // With a minimum, no negative value: the bounds.
+    let schema = one_field(json!({"type": "integer", "minimum": 0}), true);
     let full = derived(schema, json!({"f": 4}), Depth::Full);
     assert_eq!(
         values(&full),
-        [(Incremented, json!(5)), (Larger, json!(14))]
+        [
+            (Minimum, json!(0)),
+            (AboveMinimum, json!(1)),
+            (Incremented, json!(5)),
+            (Larger, json!(14))
+        ]
     );
     let schema = one_field(
         json!({"type": "number", "minimum": 0.5, "maximum": 1.5}),

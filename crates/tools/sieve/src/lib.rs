@@ -40,6 +40,7 @@
 //! | the runner: namespace, proxy, controller, steps, quiescence, kill and restart, end state, clean-up | [`runner`] |
 //! | the end-state comparison, and what it ignores (`--ignore`, `--ignore-file`, the defaults) | [`diff`], [`ignore`] |
 //! | the invariants | [`invariants`] |
+//! | the controller's own complaints (a Warning Event, `Ready=False`) on a spec the API server accepted | [`complaints`] |
 //! | the verdicts and the report | [`report`] |
 //! | a target and a workload on a control plane: learn, plans side by side (`--jobs`), the differential oracle | [`session`] |
 //! | a kcr project as a target (`kcr sieve`): its manager, a control plane, workloads derived from its samples and CRDs | [`project`] |
@@ -56,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod complaints;
 pub mod derive;
 pub mod diff;
 pub mod ignore;

@@ -184,6 +184,13 @@ struct TestArgs {
     /// at the workload's final spec must reach the learning run's end state.
     #[arg(long)]
     differential: bool,
+    /// The controller's own complaints are findings: a Warning Event about a workload
+    /// object, or its `Ready` condition `False` once settled, in the learning run (and
+    /// the differential run), on a spec the API server accepted. For derived workloads
+    /// (`sieve derive`), whose every spec the schema accepts; a hand-written step may send
+    /// a bad spec on purpose.
+    #[arg(long)]
+    complaints: bool,
     /// Where to write the learning run, every plan's run and the report (report.md,
     /// report.json).
     #[arg(long)]
@@ -255,7 +262,8 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
             Ok(result.verdict != Verdict::Fail)
         }
         Command::Test(args) => {
-            let session = session(&args.common, args.jobs).await?;
+            let mut session = session(&args.common, args.jobs).await?;
+            session.complaints = args.complaints;
             Ok(session
                 .test(
                     &args.only,
@@ -273,6 +281,9 @@ async fn run_command(command: Command) -> anyhow::Result<bool> {
 /// control plane.
 async fn session(common: &Common, jobs: usize) -> anyhow::Result<Session> {
     let workload = Workload::from_file(&common.workload)?;
+    let step_notes = std::fs::read_to_string(&common.workload)
+        .map(|text| sieve::derive::step_notes(&text))
+        .unwrap_or_default();
     let mut target = match target::preset(&common.controller, common.go_bin.as_deref()) {
         Some(t) => t,
         None if common.command.is_some() => Target {
@@ -332,6 +343,8 @@ async fn session(common: &Common, jobs: usize) -> anyhow::Result<Session> {
         replay_flags: replay_flags(common),
         jobs,
         replay_command: None,
+        complaints: false,
+        step_notes,
     })
 }
 

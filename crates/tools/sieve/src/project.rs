@@ -242,10 +242,18 @@ pub fn run(pass: &ProjectPass) -> Result<bool, ProjectError> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            let text = std::fs::read_to_string(path).map_err(|source| ProjectError::Io {
+                path: path.clone(),
+                source,
+            })?;
             let session = Session {
                 env: env.clone(),
                 target: target.clone(),
                 workload: Workload::from_file(path)?,
+                // Derived (hack/sieve/*.yaml of the user's own too: a step the user
+                // wrote to see a complaint belongs in a unit test, not in this pass).
+                complaints: true,
+                step_notes: crate::derive::step_notes(&text),
                 workload_name: path.display().to_string(),
                 timing: pass.timing,
                 replay_flags: String::new(),

@@ -240,6 +240,7 @@ mod tests {
             not_cleaned_up: Vec::new(),
             refused: Vec::new(),
             snapshot: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -48,6 +48,7 @@ pub use cluster::Cluster;
 use process::Controller;
 use watcher::{NOT_CRASHED, Watcher};
 
+use crate::complaints::{Warning, WarningLog};
 use crate::plan::{Perturbation, Plan};
 use crate::proxy::{Recorder, SieveProxy};
 use crate::target::{Captured, Placeholders, Target};
@@ -217,6 +218,10 @@ pub struct RunOutcome {
     /// state, and the differential oracle compares it.
     #[serde(default)]
     pub snapshot: Option<Vec<Json>>,
+    /// Warning Events about the workload's objects, by the step after which each was
+    /// first seen (the [complaints](crate::complaints) oracle).
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
 }
 
 /// One run of `workload` against `target` under `plan` (none: the learning run),
@@ -316,6 +321,8 @@ pub async fn run(
     };
     watch.start_all()?;
     watch.quiescent("start", false).await;
+    let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
+    let mut warnings = WarningLog::default();
     let mut refused_steps = Vec::new();
     let mut snapshot = None;
     for (index, step) in workload.steps.iter().enumerate() {
@@ -362,8 +369,9 @@ pub async fn run(
             .quiescent(&format!("step {}", step.number), last_step)
             .await;
         recorder.push(Event::StepEnd { step: step.number });
+        let events = env.cluster.warning_events(&namespace).await;
+        warnings.record(&events, step.number, &full_kinds);
         if snapshot_after == Some(step.number) {
-            let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
             let state = watch
                 .settled_state(&env.cluster, &resources, &namespace, &full_kinds, false)
                 .await?;
@@ -386,10 +394,15 @@ pub async fn run(
     // and kwok's work, which under load can pause for longer than a quiet period: a
     // MyWeb plan's status was taken mid-rollout in CI): an owned object still waiting
     // for the collector after the bound is what the invariants then report.
-    let full_kinds: Vec<&str> = full.iter().map(|c| c.kind.as_str()).collect();
     let end_state = watch
         .settled_state(&env.cluster, &resources, &namespace, &full_kinds, true)
         .await?;
+    let last = workload.steps.last().map_or(0, |s| s.number);
+    warnings.record(
+        &env.cluster.warning_events(&namespace).await,
+        last,
+        &full_kinds,
+    );
     // The clean-up is not part of the plan: no crash point in it.
     proxy.interceptor().disarm();
     let trace = proxy.interceptor().trace();
@@ -440,6 +453,7 @@ pub async fn run(
         not_cleaned_up,
         refused: refused_steps,
         snapshot,
+        warnings: warnings.warnings,
     })
 }
 

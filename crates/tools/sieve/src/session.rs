@@ -21,6 +21,7 @@ use std::time::Instant;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 
+use crate::complaints;
 use crate::derive::final_specs;
 use crate::diff::{self, StateDiff};
 use crate::plan::{self, Perturbation, Plan, PlanCounts};
@@ -93,6 +94,12 @@ pub struct Session {
     /// How a plan is replayed, if not with `sieve run` (`kcr sieve --replay`): from the
     /// plan's id.
     pub replay_command: Option<ReplayCommand>,
+    /// Whether the controller's complaints about a spec the API server accepted are
+    /// findings ([`complaints`](crate::complaints): on for derived workloads).
+    pub complaints: bool,
+    /// What each step exercises (a derived workload's notes: [`step_notes`](crate::derive::step_notes)),
+    /// to name the field and the step of a finding.
+    pub step_notes: Vec<(usize, String)>,
 }
 
 /// Makes a plan's replay command from its id.
@@ -213,6 +220,39 @@ impl Session {
         Ok(result)
     }
 
+    /// The [complaints](crate::complaints) of an unperturbed run (none unless
+    /// [`complaints`](Self::complaints) is on), each naming its step.
+    pub fn complaints_of(&self, outcome: &RunOutcome) -> Vec<String> {
+        if !self.complaints {
+            return Vec::new();
+        }
+        let kinds: Vec<&str> = outcome.full_kinds.iter().map(String::as_str).collect();
+        let snapshot = differential_point(&self.workload).zip(outcome.snapshot.as_deref());
+        complaints::findings(
+            &outcome.warnings,
+            snapshot,
+            &outcome.end_state,
+            &kinds,
+            &|number| self.describe_step(number),
+        )
+    }
+
+    /// `step N (what it exercises)`, from the step notes or the step itself.
+    fn describe_step(&self, number: usize) -> String {
+        if let Some((_, note)) = self.step_notes.iter().find(|(n, _)| *n == number) {
+            return format!("step {number} ({note})");
+        }
+        match self.workload.steps.iter().find(|s| s.number == number) {
+            Some(step) => format!(
+                "step {number} ({} {} {})",
+                step.op(),
+                step.target.kind,
+                step.target.name
+            ),
+            None => "the controller started".to_owned(),
+        }
+    }
+
     /// What the end-state comparison drops; `shorter_history` where the run skipped
     /// states (an unobserved-state plan, a fresh start at the final specs).
     fn options(&self, shorter_history: bool) -> diff::Options {
@@ -239,6 +279,10 @@ impl Session {
             .await?;
         if !clean {
             return Ok(false);
+        }
+        let complaints = self.complaints_of(&reference);
+        for c in &complaints {
+            eprintln!("sieve: the learning run: {c}");
         }
         let plans: Vec<_> = plan::plans(&reference.trace)
             .into_iter()
@@ -295,6 +339,9 @@ impl Session {
             None
         };
         let mut text = report::markdown(&self.target.name, &self.workload_name, &results);
+        if self.complaints {
+            text.push_str(&complaints_markdown(&complaints));
+        }
         if let Some(d) = &differential {
             text.push_str(&differential_markdown(d));
         }
@@ -308,6 +355,7 @@ impl Session {
         }
         println!("{text}");
         Ok(results.iter().all(|r| r.verdict != Verdict::Fail)
+            && complaints.is_empty()
             && differential.is_none_or(|d| d.verdict != Verdict::Fail))
     }
 
@@ -357,6 +405,7 @@ impl Session {
             &self.options(true),
         );
         let mut findings = report::check_reference(&outcome);
+        findings.extend(self.complaints_of(&outcome));
         if !diff.is_empty() {
             findings.insert(
                 0,
@@ -419,6 +468,23 @@ pub fn differential_markdown(result: &DifferentialResult) -> String {
     );
     for f in &result.findings {
         text.push_str(&format!("\n- {}", f.trim_end().replace('\n', "\n  ")));
+    }
+    text.push('\n');
+    text
+}
+
+/// The report's section for the [complaints](crate::complaints) of the learning run.
+pub fn complaints_markdown(complaints: &[String]) -> String {
+    let verdict = if complaints.is_empty() {
+        "Pass"
+    } else {
+        "Fail"
+    };
+    let mut text = format!(
+        "\n## complaints ({verdict})\n\nthe controller's Warning Events and `Ready=False` in the learning run, on specs the API server accepted\n"
+    );
+    for c in complaints {
+        text.push_str(&format!("\n- {c}"));
     }
     text.push('\n');
     text

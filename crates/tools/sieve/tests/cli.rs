@@ -437,7 +437,8 @@ fn derive_writes_workloads_from_the_repositorys_crds_and_samples() {
     let guestbook =
         std::fs::read_to_string(format!("{out_dir}guestbook-guestbook-sample.yaml")).unwrap();
     assert!(
-        guestbook.contains("# step 2: spec.maxEntries: incremented -> 101\n"),
+        guestbook.contains("# step 2: spec.maxEntries: negative (no minimum) -> -1\n")
+            && guestbook.contains("# step 3: spec.maxEntries: incremented -> 101\n"),
         "{guestbook}"
     );
 

@@ -58,6 +58,11 @@ pub(crate) fn candidates(
             if let (true, Some(high)) = (has_high, high) {
                 ints.push((ValueClass::BelowMaximum, high as i64 - 1));
             }
+            // No minimum: the schema accepts a negative value, which a controller may
+            // not (a size, a count): the disagreement the complaints oracle finds.
+            if !has_low && base >= 0 {
+                ints.push((ValueClass::Negative, -1));
+            }
             if !has_high {
                 ints.push((ValueClass::Incremented, base.saturating_add(1)));
                 ints.push((ValueClass::Larger, base.saturating_add(10)));

@@ -163,6 +163,27 @@ impl Cluster {
         }
     }
 
+    /// The core/v1 Events of type Warning in `namespace`, as JSON (none if the list
+    /// fails: the complaints oracle then has nothing to judge, the run goes on).
+    pub async fn warning_events(&self, namespace: &str) -> Vec<Json> {
+        let events: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.client.clone(), namespace);
+        match events
+            .list(&ListParams::default().fields("type=Warning"))
+            .await
+        {
+            Ok(list) => list
+                .items
+                .iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "sieve: listing Warning Events failed");
+                Vec::new()
+            }
+        }
+    }
+
     /// Every object of `resource` in `namespace`, as JSON with its apiVersion and kind.
     pub async fn list(
         &self,
