@@ -89,6 +89,34 @@ impl WarningLog {
     }
 }
 
+/// The warnings that are about a spec: each but those about a spec the same object had
+/// after an earlier step without a warning (`spec_after(step, name)`: its spec then).
+/// A controller that reconciled a spec quietly once does not refuse it for its content
+/// when it complains about it later: the workload recreated the object while the
+/// garbage collector still held the old one's Deployment ("already exists and is not
+/// controlled by this object" until it is gone), a transient the settled states judge.
+pub fn about_the_spec(
+    warnings: &[Warning],
+    spec_after: impl Fn(usize, &str) -> Option<Json>,
+) -> Vec<Warning> {
+    warnings
+        .iter()
+        .filter(|w| {
+            let Some(spec) = spec_after(w.step, &w.name) else {
+                return true;
+            };
+            let quiet_before = (1..w.step).any(|earlier| {
+                spec_after(earlier, &w.name).as_ref() == Some(&spec)
+                    && !warnings
+                        .iter()
+                        .any(|o| o.step == earlier && o.name == w.name && o.kind == w.kind)
+            });
+            !quiet_before
+        })
+        .cloned()
+        .collect()
+}
+
 /// The objects of `kinds` in `state` whose `Ready` condition is `False`:
 /// `Kind name: Ready=False (Reason): message`.
 pub fn not_ready(state: &[Json], kinds: &[&str]) -> Vec<String> {
@@ -193,6 +221,32 @@ mod tests {
         let steps: Vec<usize> = log.warnings.iter().map(|w| w.step).collect();
         assert_eq!(steps, [2, 4]);
         assert_eq!(log.warnings[0].reason, "InvalidSpec");
+    }
+
+    #[test]
+    fn a_warning_about_a_spec_reconciled_quietly_before_is_no_complaint() {
+        let warning = |step: usize| Warning {
+            step,
+            kind: "Memcached".into(),
+            name: "memcached-sample".into(),
+            reason: "ErrResourceExists".into(),
+            message: "Deployment \"memcached-sample\" already exists".into(),
+        };
+        // Steps: 1 create {size: 1}, 2 update {size: -1}, 3 delete, 4 recreate {size: 1}.
+        let spec_after = |step: usize, _: &str| match step {
+            1 | 4 => Some(json!({"size": 1})),
+            2 => Some(json!({"size": -1})),
+            _ => None,
+        };
+        let kept = about_the_spec(&[warning(2), warning(4)], spec_after);
+        assert_eq!(
+            kept,
+            [warning(2)],
+            "the recreate's spec was quiet at step 1"
+        );
+        // Had step 1 complained too, the recreate's complaint would count.
+        let kept = about_the_spec(&[warning(1), warning(4)], spec_after);
+        assert_eq!(kept, [warning(1), warning(4)]);
     }
 
     #[test]

@@ -228,8 +228,11 @@ impl Session {
         }
         let kinds: Vec<&str> = outcome.full_kinds.iter().map(String::as_str).collect();
         let snapshot = differential_point(&self.workload).zip(outcome.snapshot.as_deref());
+        let about_the_spec = complaints::about_the_spec(&outcome.warnings, |step, name| {
+            spec_after(&self.workload, step, name)
+        });
         complaints::findings(
-            &outcome.warnings,
+            &about_the_spec,
             snapshot,
             &outcome.end_state,
             &kinds,
@@ -437,6 +440,23 @@ pub fn differential_point(workload: &Workload) -> Option<usize> {
         .rev()
         .find(|step| matches!(step.action, Action::Update { .. }))
         .map(|step| step.number)
+}
+
+/// The spec object `name` has after step `step` of `workload` (none: not there then).
+fn spec_after(workload: &Workload, step: usize, name: &str) -> Option<serde_json::Value> {
+    let prefix = Workload {
+        description: None,
+        steps: workload
+            .steps
+            .iter()
+            .take_while(|s| s.number <= step)
+            .cloned()
+            .collect(),
+    };
+    final_specs(&prefix)
+        .into_iter()
+        .find(|(target, _)| target.name == name)
+        .map(|(_, spec)| spec)
 }
 
 /// The workload that creates each object `workload` leaves behind, at its final spec:
