@@ -77,7 +77,9 @@ where a controller's view of the cluster can go wrong (Sieve, OSDI'22): the mana
 killed right after each write it made, each watch event withheld until the object's next
 one. Each run's end state must equal the reference; no object may be created twice or for
 a deleted owner. Then a fresh object at the final spec must reach the same state as the
-sequence of changes (Acto's differential oracle, SOSP'23).
+sequence of changes (Acto's differential oracle, SOSP'23). And since every spec it sends
+is one the schema accepts, a Warning Event or `Ready=False` from your controller about one
+is reported too: refuse that spec in the schema (a bound, an enum) or honour it.
 
 ```sh
 kcr sieve                                  # the pass; the report: target/sieve/report.md
