@@ -30,10 +30,12 @@
 #  5. `kubectl apply -k deploy/ --dry-run=server`: kube-apiserver accepts every object of
 #     deploy/ as generated (cert-manager's Certificate and Issuer CRDs installed from its
 #     Go module first, as hack/e2e-real-node.sh does);
-#  6. the README's "Run the webhooks locally", as written: its certificate and webhook
-#     configurations, then its manager command (the built binary for `cargo run --`);
-#     kube-apiserver calls the manager on this machine: a bad Guestbook is refused with
-#     the validator's message, an empty one comes back defaulted.
+#  6. the Makefile's lifecycle: `make install`; `make run-webhooks` (its certificate and
+#     webhook configurations, the built manager for `cargo run --`): kube-apiserver calls
+#     the manager on this machine, a bad Guestbook is refused with the validator's
+#     message, an empty one comes back defaulted, and once it is stopped its
+#     configurations are gone; `make deploy IMG=...` (the Deployment runs IMG) and
+#     `make undeploy` (the namespace and the CRDs gone).
 # Steps 4 to 6 share one control plane (hack/with-control-plane.sh).
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -159,37 +161,49 @@ local_webhooks_answer() {
   [ "$defaulted" = "100 empty" ] || { echo "the local defaulter did not default: $defaulted" >&2; return 1; }
 }
 
-# Step 6, inside the control plane's shell: the README's local webhook workflow.
-local_webhooks() {
+# Step 6, inside the control plane's shell: the Makefile's lifecycle on a real API server.
+# `make install`, then `make run-webhooks` (hack/run-webhooks.sh; the manager as built) until
+# the local webhooks answer, stopped: its webhook configurations must be gone; then `make
+# deploy IMG=...` (the manager's Deployment runs IMG) and `make undeploy` (the namespace and
+# the CRDs gone). No node runs the image here: the real-node e2e does.
+lifecycle() {
   set -euo pipefail
   cd "$PROJECT_DIR"
   kubectl() { "$TESTENV_KUBECTL" "$@"; }
-  kubectl apply -k deploy/crd >/dev/null
-  kubectl wait --for=condition=Established crd/guestbooks.webapp.my.domain --timeout=60s >/dev/null
-  local steps manager
-  steps=$(sed -n '/^# 1\. A serving certificate/,/^# 3\. The manager/p' README.md)
-  manager=$(sed -n '/^# 3\. The manager/,/^```$/p' README.md | sed -e '1d' -e '$d' \
-    -e "s|cargo run --|\"\$MANAGER_BIN\"|" -e "s|~/.kube/config|\"\$KUBECONFIG\"|")
-  [ -n "$steps" ] && [ -n "$manager" ] || { echo "README.md: no local webhook workflow" >&2; return 1; }
-  eval "$steps" 2>/dev/null
-  # exec: $! is the manager itself, which the clean-up stops.
-  eval "exec $manager --health-probe-bind-address 0" >"$PROJECT_DIR/local-manager.log" 2>&1 &
+  make install KUBECTL="$TESTENV_KUBECTL" >/dev/null
+  kubectl get crd guestbooks.webapp.my.domain memcacheds.cache.my.domain >/dev/null
+  MANAGER="$MANAGER_BIN" KUBECTL="$TESTENV_KUBECTL" \
+    bash hack/run-webhooks.sh --health-probe-bind-address 0 >"$PROJECT_DIR/local-manager.log" 2>&1 &
   local pid=$! status=0
   local_webhooks_answer || status=$?
-  kill "$pid" 2>/dev/null || true
-  kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration --all >/dev/null
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" || true
   if [ "$status" != 0 ]; then
     cat "$PROJECT_DIR/local-manager.log" >&2
     return "$status"
   fi
-  echo "[e2e-scaffold] the README's local webhooks: a bad Guestbook refused, an empty one defaulted" >&2
+  local left
+  left=$(kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name)
+  [ -z "$left" ] || { echo "make run-webhooks left its configurations behind: $left" >&2; return 1; }
+  echo "[e2e-scaffold] make install; make run-webhooks: a bad Guestbook refused, an empty one defaulted, its configurations removed on stop" >&2
+  make deploy IMG=example.com/guestbook:e2e KUBECTL="$TESTENV_KUBECTL" >/dev/null
+  local image
+  image=$(kubectl -n guestbook-system get deployment guestbook-controller-manager \
+    -o jsonpath='{.spec.template.spec.containers[0].image}')
+  [ "$image" = example.com/guestbook:e2e ] || { echo "make deploy: the manager runs $image" >&2; return 1; }
+  make undeploy KUBECTL="$TESTENV_KUBECTL" >/dev/null
+  if kubectl get namespace guestbook-system crd/guestbooks.webapp.my.domain >/dev/null 2>&1; then
+    echo "make undeploy left the namespace or the CRDs" >&2
+    return 1
+  fi
+  echo "[e2e-scaffold] make deploy IMG=example.com/guestbook:e2e; make undeploy: the namespace and the CRDs gone" >&2
 }
 
 test_project() {
 [ -f "$project/deploy/rbac/role.yaml" ] || fail "$project is not built: run $0 build first"
 # --- 4., 5. its own test script; deploy/ against the real API server --------------------------
 CM_DIR=$(cd hack/tools/node && go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | jq -r .Dir)
-export -f local_webhooks local_webhooks_answer
+export -f lifecycle local_webhooks_answer
 PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR MANAGER_BIN=$CARGO_TARGET_DIR/debug/guestbook \
   bash hack/with-control-plane.sh bash -c '
   set -euo pipefail
@@ -205,10 +219,10 @@ PROJECT_DIR=$project KCR=$KCR CM_DIR=$CM_DIR MANAGER_BIN=$CARGO_TARGET_DIR/debug
   k create namespace guestbook-system >/dev/null
   echo "[e2e-scaffold] kubectl apply -k deploy/ --dry-run=server" >&2
   k apply -k deploy/ --dry-run=server
-  echo "[e2e-scaffold] the README'"'"'s local webhook workflow" >&2
-  local_webhooks
-' || fail "the generated project's tests, its deploy/ dry run or its local webhooks"
-log "passed: the project's hack/test.sh, kubectl apply -k deploy/ --dry-run=server, the README's local webhooks"
+  echo "[e2e-scaffold] the Makefile'"'"'s lifecycle: install, run-webhooks, deploy, undeploy" >&2
+  lifecycle
+' || fail "the generated project's tests, its deploy/ dry run or its Makefile's lifecycle"
+log "passed: the project's hack/test.sh, kubectl apply -k deploy/ --dry-run=server, make install, run-webhooks, deploy, undeploy"
 }
 
 case $what in

@@ -91,7 +91,15 @@ fn cargo_run_runs_the_manager() {
         manager.contains(&format!("name = {default_run}")),
         "default-run = {default_run}, the manager's binary: {manager}"
     );
-    assert!(read(&dir.0, "README.md").contains("cargo run -- --kubeconfig"));
+    // The README's `make run` is that command on the cluster the kubeconfig names.
+    assert!(read(&dir.0, "README.md").contains("`make run`"));
+    assert!(
+        read(&dir.0, "Makefile").contains(&format!(
+            "\tcargo run --bin {} --\n",
+            default_run.trim_matches('"')
+        )),
+        "the Makefile's run target"
+    );
 }
 
 /// D5: a project on a runtime checkout starts from the checkout's Cargo.lock, the
@@ -230,42 +238,56 @@ fn the_manager_deployment_sets_the_image_variable() {
     );
 }
 
-/// D8: the README's local webhook workflow, run on the project's own webhook
-/// configurations (kubectl replaced by cat): each points at the local server by URL
-/// with the local CA, and nothing is left of the in-cluster Service or cert-manager.
+/// D8 and the lifecycle: `make run-webhooks` (hack/run-webhooks.sh) on the project's own
+/// webhook configurations, with kubectl and the manager replaced by scripts that record
+/// what they were given: each configuration applied points at the local server by URL
+/// with the certificate's CA, nothing is left of the in-cluster Service or cert-manager,
+/// the manager serves on that address with that certificate, and the same
+/// configurations are deleted when it stops.
 #[test]
-fn the_readme_points_the_webhooks_at_a_local_server() {
+fn run_webhooks_points_the_webhooks_at_a_local_server_and_removes_them_after() {
     let dir = project();
     create_webhook(&dir.0);
-    let readme = read(&dir.0, "README.md");
-    let section = readme
-        .split("## Run the webhooks locally")
-        .nth(1)
-        .expect("a local webhook section in the README");
-    let script = section
-        .split("# 2. ")
-        .nth(1)
-        .and_then(|rest| rest.split("# 3. ").next())
-        .expect("step 2 of the local webhook workflow");
-    let script = script
-        .replace("kubectl apply -f -", "cat")
-        .replace("$(base64 -w0 \"$certs/tls.crt\")", "LOCALCA");
-    assert!(
-        section.contains("--webhook-bind-address 127.0.0.1:9443 --webhook-cert-dir"),
-        "{section}"
+    let log = dir.0.join("calls.log");
+    let fake = |name: &str, body: &str| {
+        let path = dir.0.join(name);
+        std::fs::write(&path, format!("#!/usr/bin/env bash\n{body}\n")).expect("test setup");
+        path.display().to_string()
+    };
+    // kubectl: for apply, the files given with -f; for delete, the call itself.
+    let kubectl = fake(
+        "fake-kubectl",
+        &format!(
+            "echo \"kubectl $*\" >>{log}\n[ \"$1\" = apply ] || exit 0\nshift\n\
+             while [ $# -gt 0 ]; do [ \"$1\" = -f ] && cat \"$2\" >>{log}; shift; done",
+            log = log.display()
+        ),
+    );
+    let manager = fake(
+        "fake-manager",
+        &format!("echo \"manager $*\" >>{}", log.display()),
     );
     let output = Command::new("bash")
-        .arg("-c")
-        .arg(format!("set -euo pipefail\n# {script}"))
+        .arg("hack/run-webhooks.sh")
+        .arg("--leader-elect")
+        .env("KUBECTL", format!("bash {kubectl}"))
+        .env("MANAGER", format!("bash {manager}"))
         .current_dir(&dir.0)
         .output()
         .expect("test setup");
-    let out = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "{script}\n{out}\n{}",
+        "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let calls = std::fs::read_to_string(&log).expect("the fakes were called");
+    let ca = Command::new("base64")
+        .args(["-w0", "target/webhook-certs/tls.crt"])
+        .current_dir(&dir.0)
+        .output()
+        .expect("base64");
+    let ca = String::from_utf8(ca.stdout).expect("base64 writes ASCII");
+    assert!(ca.len() > 100, "a certificate: {ca}");
     for (kind, path) in [
         (
             "MutatingWebhookConfiguration",
@@ -276,18 +298,35 @@ fn the_readme_points_the_webhooks_at_a_local_server() {
             "/validate-webapp-my-domain-v1-guestbook",
         ),
     ] {
-        assert!(out.contains(&format!("kind: {kind}")), "{out}");
+        assert!(calls.contains(&format!("kind: {kind}")), "{calls}");
         assert!(
-            out.contains(&format!(
-                "    clientConfig:\n      url: https://127.0.0.1:9443{path}\n      caBundle: LOCALCA\n    rules:"
+            calls.contains(&format!(
+                "    clientConfig:\n      url: https://127.0.0.1:9443{path}\n      caBundle: {ca}\n    rules:"
             )),
-            "{out}"
+            "{calls}"
         );
     }
     assert!(
-        !out.contains("service:") && !out.contains("inject-ca-from"),
-        "{out}"
+        !calls.contains("service:") && !calls.contains("inject-ca-from"),
+        "{calls}"
     );
+    let files = "-f target/webhook-certs/mutating.yaml -f target/webhook-certs/validating.yaml";
+    let lines: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("kubectl ") || l.starts_with("manager "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!("kubectl apply {files}"),
+            "manager --webhook-bind-address 127.0.0.1:9443 --webhook-cert-dir \
+             target/webhook-certs --leader-elect"
+                .to_owned(),
+            format!("kubectl delete --ignore-not-found {files}"),
+        ]
+    );
+    let makefile = read(&dir.0, "Makefile");
+    assert!(makefile.contains("\tKUBECTL=\"$(KUBECTL)\" bash hack/run-webhooks.sh\n"));
 }
 
 /// Smaller: one mutating and one validating configuration for the project, a webhook

@@ -191,6 +191,11 @@ const INIT_FILES: &[(&str, &str)] = &[
         "hack/test.sh",
         include_str!("../templates/init/test.sh.tpl"),
     ),
+    ("Makefile", include_str!("../templates/init/Makefile.tpl")),
+    (
+        "hack/run-webhooks.sh",
+        include_str!("../templates/init/run-webhooks.sh.tpl"),
+    ),
     ("src/main.rs", include_str!("../templates/init/main.rs.tpl")),
     ("src/lib.rs", include_str!("../templates/init/lib.rs.tpl")),
     (

@@ -8,20 +8,29 @@ controller-runtime's builder, manager and webhooks, in Rust.
 
 | what | command |
 |------|---------|
-| **Run it** against the cluster your kubeconfig points at (installs the CRDs first) | `cargo run --bin manifests && kubectl apply -k deploy/crd && cargo run -- --kubeconfig ~/.kube/config` |
-| **Test it** (fmt, clippy, manifests up to date, unit tests, e2e tests on a local control plane that `kcr envtest` builds, Sieve's perturbations: `kcr sieve`) | `bash hack/test.sh` |
+| **Run it** against the cluster your kubeconfig points at (installs the CRDs first) | `make run` |
+| **Test it** (fmt, clippy, manifests up to date, unit tests, e2e tests on a local control plane that `kcr envtest` builds, Sieve's perturbations: `kcr sieve`) | `make test` (`bash hack/test.sh`) |
+
+The Makefile has kubebuilder's lifecycle (`make help`), each target a line or two of
+cargo and kubectl you can read and run by hand:
+
+| target | what |
+|--------|------|
+| `make manifests` | `deploy/crd/*.yaml` and `deploy/rbac/role.yaml` from the code |
+| `make install` / `make uninstall` | the CRDs into the cluster / out of it |
+| `make run` | the manager on this machine (no webhooks) |
+| `make run-webhooks` | the manager on this machine serving its webhooks (below) |
+| `make docker-build IMG=...` | the image, from the release binary (the Dockerfile says why) |
+| `make deploy IMG=...` / `make undeploy` | everything in `deploy/` into the cluster, the manager running `IMG` / all of it removed |
 
 ## Deploy it
 
 ```sh
-cargo build --release --bin {{project_name}}
-docker build -t {{repo}}:dev .                   # the image deploy/ names; push it, or load
-                                                 # it into the cluster's nodes (kind load ...)
-cargo run --bin manifests                        # CRDs and RBAC from the code
-kubectl apply -k deploy/                         # namespace {{project_name}}-system
+make docker-build IMG={{repo}}:dev   # push it, or load it into the nodes (kind load ...)
+make deploy IMG={{repo}}:dev         # namespace {{project_name}}-system
 kubectl -n {{project_name}}-system wait --for=condition=Available \
   deployment/{{project_name}}-controller-manager --timeout=3m
-kubectl apply -k deploy/samples/                 # one object of each kind
+kubectl apply -k deploy/samples/     # one object of each kind
 ```
 
 With webhooks, deploy/ expects cert-manager (https://cert-manager.io) to issue the
@@ -33,39 +42,15 @@ with webhooks (`failurePolicy: Fail`), so wait as above before applying the samp
 
 `cargo run` serves no webhooks: the webhook server needs a certificate the API server
 trusts, and deploy/'s webhook configurations send the API server to the in-cluster
-Service, with the CA cert-manager injects. To run them from your machine (after
-`kcr create webhook`), against a cluster whose API server can reach this machine
-(here 127.0.0.1: a local control plane such as `kcr envtest`'s; for kind, use the
-address of this machine on kind's network):
-
-```sh
-# 1. A serving certificate for the address the API server calls; it is its own CA.
-certs=/tmp/{{project_name}}-webhook-certs && mkdir -p "$certs"
-openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=127.0.0.1 \
-  -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
-  -keyout "$certs/tls.key" -out "$certs/tls.crt"
-# 2. The webhook configurations pointed at it: `url` and `caBundle` instead of the
-#    Service and cert-manager's annotation.
-ca=$(base64 -w0 "$certs/tls.crt")
-for f in deploy/webhook/mutating.yaml deploy/webhook/validating.yaml; do
-  [ -f "$f" ] || continue
-  awk -v url=https://127.0.0.1:9443 -v ca="$ca" '
-    /^ +cert-manager.io\/inject-ca-from:/ { next }
-    /^ +service:$/ { service = 1; next }
-    service && /^ +path:/ { sub(/^ +path: */, ""); print "      url: " url $0
-      print "      caBundle: " ca; service = 0; next }
-    service { next }
-    { print }' "$f" | kubectl apply -f -
-done
-# 3. The manager, serving them.
-cargo run -- --kubeconfig ~/.kube/config \
-  --webhook-bind-address 127.0.0.1:9443 --webhook-cert-dir "$certs"
-```
-
-Delete those configurations when you stop (`kubectl delete -f` the same output, or
-`kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration <name>`):
-with `failurePolicy: Fail`, the API server refuses writes of the kind while no manager
-answers.
+Service, with the CA cert-manager injects. `make run-webhooks` (after `kcr create
+webhook`) does it all for a cluster whose API server can reach this machine at
+127.0.0.1 (a local control plane such as `kcr envtest`'s; for kind, `ADDRESS=` this
+machine's address on kind's network): a serving certificate of its own in
+`target/webhook-certs`, the webhook configurations applied with `url` and `caBundle`
+instead of the Service and cert-manager's annotation, the manager serving them on port
+9443, and those configurations deleted again when you stop it (with `failurePolicy:
+Fail`, the API server would refuse every write of the kinds while no manager answers).
+`hack/run-webhooks.sh` is the script; its header lists the variables.
 
 ## Test it like the runtime's own controllers: `kcr sieve`
 
