@@ -26,12 +26,12 @@ test: ## fmt, clippy, manifests, unit and e2e tests on a local control plane, kc
 	bash hack/test.sh
 
 install: manifests ## Install the CRDs into the cluster.
-	$(KUBECTL) apply -k deploy/crd
 	@# A CRD applied a moment ago may have no conditions yet: kubectl wait fails at once then.
-	@for i in $$(seq 1 30); do \
-	  $(KUBECTL) wait --for=condition=Established --timeout=60s -k deploy/crd >/dev/null 2>&1 && exit 0; \
+	@crds=$$($(KUBECTL) apply -k deploy/crd -o name) && echo "$$crds" && \
+	for i in $$(seq 1 30); do \
+	  $(KUBECTL) wait --for=condition=Established --timeout=60s $$crds >/dev/null 2>&1 && exit 0; \
 	  sleep 1; \
-	done; $(KUBECTL) wait --for=condition=Established --timeout=1s -k deploy/crd
+	done; $(KUBECTL) wait --for=condition=Established --timeout=1s $$crds
 
 uninstall: ## Remove the CRDs from the cluster (and every object of their kinds).
 	$(KUBECTL) delete -k deploy/crd --ignore-not-found
