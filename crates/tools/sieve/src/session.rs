@@ -95,7 +95,7 @@ pub struct Session {
     /// plan's id.
     pub replay_command: Option<ReplayCommand>,
     /// Whether the controller's complaints about a spec the API server accepted are
-    /// findings ([`complaints`](crate::complaints): on for derived workloads).
+    /// findings ([`crate::complaints`]: on for derived workloads).
     pub complaints: bool,
     /// What each step exercises (a derived workload's notes: [`step_notes`](crate::derive::step_notes)),
     /// to name the field and the step of a finding.
@@ -220,7 +220,7 @@ impl Session {
         Ok(result)
     }
 
-    /// The [complaints](crate::complaints) of an unperturbed run (none unless
+    /// The [`crate::complaints`] of an unperturbed run (none unless
     /// [`complaints`](Self::complaints) is on), each naming its step.
     pub fn complaints_of(&self, outcome: &RunOutcome) -> Vec<String> {
         if !self.complaints {
