@@ -1,11 +1,14 @@
 //! Streaming lists (`sendInitialEvents`, KEP-3157) against a scripted source, paused
 //! time: the informer syncs from one watch and keeps watching on it; a server without
 //! the feature gets paged lists for good; a stream that breaks before its end
-//! bookmark falls back to a paged list once; a relist by stream delivers tombstones.
+//! bookmark falls back to a paged list once; a relist by stream delivers tombstones; a
+//! resource not served yet (404) is no server without the feature.
 
 use std::time::Duration;
 
-use cache::testing::{ScriptedListerWatcher, bookmark, config_map as cm, gone, initial_events_end};
+use cache::testing::{
+    ScriptedListerWatcher, api_error, bookmark, config_map as cm, gone, initial_events_end,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::WatchEvent;
 
@@ -72,6 +75,58 @@ async fn a_server_without_streaming_lists_gets_paged_lists_for_good() {
         r.lw.watch_list_calls().len(),
         1,
         "asked once, not per relist"
+    );
+    r.stop().await;
+}
+
+/// An informer started right after its CRD was applied: the resource is not served
+/// yet, and the streaming list is answered 404. That says nothing about streaming lists
+/// (issue 58: it once switched them off for the life of the process): the paged list
+/// of this attempt fails the same way, and once the resource is served the informer
+/// streams.
+#[tokio::test(start_paused = true)]
+async fn a_resource_not_served_yet_is_no_server_without_streaming_lists() {
+    let lw = ScriptedListerWatcher::new();
+    let not_found = || {
+        api_error(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    lw.push_watch_list_error(not_found());
+    lw.push_list(Err(not_found()));
+    lw.push_watch_list(
+        vec![
+            Ok(WatchEvent::Added(cm("a", "1"))),
+            Ok(initial_events_end("5")),
+        ],
+        false,
+    );
+    let (r, _events) = start(lw);
+    // Bounded (paused time): a reflector that gave up on streams asks for a second
+    // paged list the script does not have, and never syncs.
+    let synced = tokio::time::timeout(
+        Duration::from_secs(600),
+        r.informer.wait_for_cache_sync(&r.stop),
+    )
+    .await;
+    assert!(
+        synced.is_ok_and(|ok| ok),
+        "not synced: streaming lists were given up after a 404 ({} streams, {} lists)",
+        r.lw.watch_list_calls().len(),
+        r.lw.list_calls().len()
+    );
+    assert_eq!(r.keys(), ["default/a"]);
+    assert_eq!(
+        r.lw.watch_list_calls().len(),
+        2,
+        "streamed again after the 404"
+    );
+    assert_eq!(
+        r.lw.list_calls().len(),
+        1,
+        "one paged list, for the 404's attempt"
     );
     r.stop().await;
 }

@@ -21,9 +21,12 @@
 //! (tombstones for what is gone, then `has_synced`). Anything unexpected before the end bookmark (an error, a
 //! closed stream, a `MODIFIED` or `DELETED` event) abandons the stream, and the
 //! reflector lists in pages instead, that time. A server that rejects the request
-//! (a 4xx such as `422 Invalid` from a server with the WatchList feature off, or one
-//! that sends changes before any end bookmark, as a server that ignores the
-//! parameter does) is not asked again: that reflector lists in pages from then on.
+//! itself (`400` or `422 Invalid`, as a server with the WatchList feature off answers),
+//! or sends changes before any end bookmark (as a server that ignores the parameter
+//! does), is not asked again: that reflector lists in pages from then on. Other 4xx
+//! answers say nothing about the feature: a `404` for a resource not served yet (an
+//! informer started right after its CRD was applied), a `401` or a `403` falls back
+//! for that attempt only.
 //!
 //! A `429 TooManyRequests` or a refused connection is different: the server is busy or
 //! restarting, not lacking the feature, and a paged list would only add load. As in
@@ -84,8 +87,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 };
             }
             Err(e) => {
-                let unsupported = matches!(&e, kube::Error::Api(s)
-                    if (400..500).contains(&s.code) && s.code != 410 && s.code != 429);
+                // Only a refusal of the request itself says the server has no streaming
+                // lists: 400 or 422 (an old server's "sendInitialEvents is forbidden").
+                // A 404 (the resource not served yet: an informer started right after
+                // its CRD was applied), 401 or 403 says nothing about them: a paged
+                // list this time, a stream again next time, as client-go falls back
+                // per attempt.
+                let unsupported =
+                    matches!(&e, kube::Error::Api(s) if s.code == 400 || s.code == 422);
                 return WatchList::Failed {
                     reason: e.to_string(),
                     unsupported,

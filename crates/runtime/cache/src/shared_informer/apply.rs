@@ -37,18 +37,24 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
     fn handle_batch(&self, batch: Vec<(Arc<str>, Delta<K>)>, is_in_initial_list: bool) {
         let processor = self.processor.lock();
         let in_order = self.in_order.load(Ordering::Relaxed);
-        // The last watch event applied: its resourceVersion is a point the cache has
-        // now reached (events arrive in resourceVersion order; a list's objects do
-        // not, so a list carries its own version). Recorded once per batch, after
-        // the objects are in the indexer, never before.
-        let mut reached: Option<Arc<K>> = None;
+        // A watch event's resourceVersion is a point the cache has reached once its
+        // object is applied (events arrive in resourceVersion order; a list's objects
+        // do not, so a list carries its own version). Recorded right after the
+        // indexer took the object and before any handler is told: a handler that
+        // reads `last_store_sync_resource_version` sees at least its event's version,
+        // as in client-go, whose store records it in Add, Update and Delete. Never
+        // before the object is in: the version must not run ahead of the contents.
         for (key, delta) in batch {
-            if in_order && watch_event_resource_version(&delta).is_some() {
-                reached = delta.object().cloned();
-            }
+            let reached: Option<Arc<str>> = watch_event_resource_version(&delta)
+                .filter(|_| in_order)
+                .map(Arc::from);
+            let reach = || {
+                if let Some(rv) = reached.clone() {
+                    self.indexer.bookmark(rv);
+                }
+            };
             match delta {
                 Delta::Bookmark(rv) => {
-                    reached = None;
                     self.indexer.bookmark(rv.clone());
                     processor.distribute(None, Notification::Bookmark(rv), false);
                 }
@@ -57,6 +63,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 | Delta::Replaced(obj)
                 | Delta::Sync(obj) => match self.indexer.add(key.clone(), obj.clone()) {
                     Some(old) => {
+                        reach();
                         steps::indexed(&self.component, &key, "update");
                         let is_sync = old.meta().resource_version == obj.meta().resource_version;
                         processor.distribute(
@@ -66,6 +73,7 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                         );
                     }
                     None => {
+                        reach();
                         steps::indexed(&self.component, &key, "add");
                         processor.distribute(
                             Some(&key),
@@ -79,16 +87,11 @@ impl<K: Resource + Send + Sync + 'static> Inner<K> {
                 },
                 Delta::Deleted(deleted) => {
                     self.indexer.delete(&key);
+                    reach();
                     steps::indexed(&self.component, &key, "delete");
                     processor.distribute(Some(&key), Notification::Delete(deleted), false);
                 }
             }
-        }
-        if let Some(rv) = reached
-            .as_ref()
-            .and_then(|obj| obj.meta().resource_version.as_deref())
-        {
-            self.indexer.bookmark(rv);
         }
     }
 
