@@ -177,7 +177,9 @@ load() { uptime | sed 's/.*load average: //'; }
 
 say "building (cargo build --release in hack/bench/informer-sync, go build in hack/bench/informer-sync-go)"
 (cd "$BENCH_DIR" && cargo build --release 2>&1 | tail -n 2)
-BIN="$BENCH_DIR/target/release/informer-sync-bench"
+# Where cargo put it: CARGO_TARGET_DIR if set (cargo reads a relative one from the
+# directory it runs in, the bench's), else the bench's own target/.
+BIN="$(cd "$BENCH_DIR" && realpath -m "${CARGO_TARGET_DIR:-target}")/release/informer-sync-bench"
 # The Go program also reads the API server's list counters and writes the marker, so
 # it is built even when IMPLS has no client-go variant.
 GO_BIN="$OUT/informer-sync-go"

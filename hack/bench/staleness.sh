@@ -89,7 +89,9 @@ source hack/bench/lib.sh
 
 say "building (cargo build --release in hack/bench/staleness)"
 (cd "$BENCH_DIR" && cargo build --release 2>&1 | tail -n 2)
-BENCH="$BENCH_DIR/target/release/staleness-bench"
+# Where cargo put it: CARGO_TARGET_DIR if set (cargo reads a relative one from the
+# directory it runs in, the bench's), else the bench's own target/.
+BENCH="$(cd "$BENCH_DIR" && realpath -m "${CARGO_TARGET_DIR:-target}")/release/staleness-bench"
 
 bench_control_plane
 
