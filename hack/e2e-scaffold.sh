@@ -174,7 +174,16 @@ lifecycle() {
   kubectl get crd guestbooks.webapp.my.domain memcacheds.cache.my.domain >/dev/null
   MANAGER="$MANAGER_BIN" KUBECTL="$TESTENV_KUBECTL" \
     bash hack/run-webhooks.sh --health-probe-bind-address 0 >"$PROJECT_DIR/local-manager.log" 2>&1 &
-  local pid=$! status=0
+  local pid=$! status=0 i
+  # The script applies its configurations in the background: until then a bad Guestbook
+  # is simply created (the first CI run of this step checked too early).
+  for i in $(seq 120); do
+    kubectl get mutatingwebhookconfiguration guestbook-mutating-webhook-configuration >/dev/null 2>&1 &&
+      kubectl get validatingwebhookconfiguration guestbook-validating-webhook-configuration >/dev/null 2>&1 &&
+      break
+    kill -0 "$pid" 2>/dev/null || { cat "$PROJECT_DIR/local-manager.log" >&2; return 1; }
+    sleep 0.5
+  done
   local_webhooks_answer || status=$?
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" || true
