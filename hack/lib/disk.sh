@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The cargo target directory in the cache, kept from filling the disk (hack/test.sh).
 #
-#   disk_prune_target DIR     before the build: drop what the last complete run did not use,
+#   disk_prune_target DIR     before the build: drop the executables the last complete run
+#                             superseded and did not execute,
 #                             then start marking what this run uses
 #   disk_mark_complete DIR    at the end of a run that ran every phase
 #   disk_guard DIR MIN_GB     wipe DIR when the disk still has less than MIN_GB free
@@ -13,17 +14,22 @@
 # failed with "no space left on device" in the demo's image build.
 #
 # What is stale: cargo only stats the files of a fresh unit, it does not read them, so
-# there is no record of which artifacts a build still needs. Reads are the record: the
-# run links every test binary (reading every rlib in its graph, generated projects
-# included, as those are generated anew) and executes every test binary. The root file
-# system is mounted relatime: an access updates the access time only when it is older
-# than the modification or change time (or a day old). So before the build the access
-# time of every artifact is set to the epoch (older than its mtime; `touch -a` also sets
-# its ctime to now), and after a COMPLETE run an artifact whose access time is still the
-# epoch was neither linked nor executed by it. Such a file is deleted only when a newer
-# file of the same crate name and kind exists (superseded): a binary the run simply did
-# not execute (crdgen's sibling, an example) is never the cause of a rebuild. A run that
-# failed part-way does not prune the next time (it may not have linked everything).
+# there is no record of which artifacts a build still needs. Executions are the record,
+# for the executables: a complete run executes every test binary it builds (the
+# workspace's, kcr's generated projects', the tools'), and the executables are what
+# fills the disk (35 of 43 GB once). The root file system is mounted relatime: an access
+# updates the access time only when it is older than the modification or change time
+# (or a day old). So before the build the access time of every executable in deps/ and
+# examples/ is set to the epoch (older than its mtime; `touch -a` also sets its ctime to
+# now), and after a COMPLETE run one whose access time is still the epoch was not
+# executed by it. Such a file is deleted only when a newer executable of the same name
+# exists (superseded): a binary the run simply did not execute (an example) is never the
+# cause of a rebuild. A run that failed part-way does not prune the next time.
+#
+# Libraries are never pruned: a warm run reads no rlib or proc-macro of a dependency
+# whose dependents are fresh (syn, say), and several live builds of one crate coexist
+# (the workspace's features, a generated project's); pruning them by access time made
+# the next run rebuild 160 dependencies (measured on 44a9941's CI run).
 
 # disk_prune_target DIR
 disk_prune_target() {
@@ -39,25 +45,34 @@ disk_prune_target() {
     local stale
     stale=$(disk_stale_artifacts "$debug/deps" "$debug/examples")
     if [ -n "$stale" ]; then
-      echo "disk: removing $(wc -l <<<"$stale") superseded artifacts the last complete run did not use ($(
+      echo "disk: removing $(wc -l <<<"$stale") superseded executables the last complete run did not execute ($(
         tr '\n' '\0' <<<"$stale" | du -ch --files0-from=- | tail -1 | cut -f1))"
       tr '\n' '\0' <<<"$stale" | xargs -0 rm -f
     fi
   fi
   rm -f "$marks/complete"
-  find "$debug/deps" "$debug/examples" -maxdepth 1 -type f -exec touch -a -d @0 {} + 2>/dev/null || true
+  disk_executables "$debug/deps" "$debug/examples" | tr '\n' '\0' | xargs -0 -r touch -a -d @0 2>/dev/null || true
 }
 
-# disk_stale_artifacts DIR...: the files whose access time is the epoch and that a newer
-# file of the same name and kind supersedes, one path per line. A file is
-# `<name>-<16 hex digits><.ext>`; the name and the extension make its kind.
-disk_stale_artifacts() {
+# disk_executables DIR...: cargo's executables there, one path per line: files named
+# `<name>-<16 hex digits>` exactly (no extension: not an rlib, rmeta, .d or a
+# proc-macro's .so) with the executable bit.
+disk_executables() {
   # mawk (Debian's awk) has no interval expressions: the 16 digits are spelled out.
-  find "$@" -maxdepth 1 -type f -printf '%p\t%f\t%T@\t%A@\n' 2>/dev/null | awk -F'\t' '
+  find "$@" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -printf '%p\t%f\n' 2>/dev/null | awk -F'\t' '
+    BEGIN { hash = "-"; for (i = 0; i < 16; i++) hash = hash "[0-9a-f]" }
+    match($2, hash) && RSTART + RLENGTH - 1 == length($2) { print $1 }'
+}
+
+# disk_stale_artifacts DIR...: the executables whose access time is the epoch and that
+# a newer executable of the same name supersedes, one path per line.
+disk_stale_artifacts() {
+  disk_executables "$@" | tr '\n' '\0' | xargs -0 -r stat -c '%n	%n	%Y	%X' | awk -F'\t' '
     BEGIN { hash = "-"; for (i = 0; i < 16; i++) hash = hash "[0-9a-f]" }
     {
-      if (!match($2, hash)) next
-      key = substr($2, 1, RSTART - 1) "\t" substr($2, RSTART + RLENGTH)
+      n = split($2, parts, "/"); name = parts[n]
+      if (!match(name, hash)) next
+      key = substr(name, 1, RSTART - 1)
       path[NR] = $1; k[NR] = key; mtime[NR] = $3; atime[NR] = $4
       if (!(key in newest) || $3 > newest[key]) newest[key] = $3
     }
