@@ -46,9 +46,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-# The shared cargo target directory: what the last complete run did not use is removed,
+# The shared cargo target directory: the executables the last complete run superseded and
+# did not execute are removed,
 # and if the disk is still short of room the directory goes (hack/lib/disk.sh says why).
 cache_root=${KUBE_CONTROLLERS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-controllers-rs}
+bash hack/verify-disk-prune.sh # the pruning itself, on a scratch directory, first
 disk_prune_target "${CARGO_TARGET_DIR:-$cache_root/cargo-target}"
 disk_guard "${CARGO_TARGET_DIR:-$cache_root/cargo-target}" "${MIN_FREE_GB:-25}"
 
