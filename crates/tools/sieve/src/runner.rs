@@ -219,7 +219,7 @@ pub struct RunOutcome {
     #[serde(default)]
     pub snapshot: Option<Vec<Json>>,
     /// Warning Events about the workload's objects, by the step after which each was
-    /// first seen (the [complaints](crate::complaints) oracle).
+    /// first seen (the [complaints](crate::complaints) oracle; unperturbed runs only).
     #[serde(default)]
     pub warnings: Vec<Warning>,
 }
@@ -369,8 +369,11 @@ pub async fn run(
             .quiescent(&format!("step {}", step.number), last_step)
             .await;
         recorder.push(Event::StepEnd { step: step.number });
-        let events = env.cluster.warning_events(&namespace).await;
-        warnings.record(&events, step.number, &full_kinds);
+        // Only the unperturbed runs' complaints are judged (crate::complaints).
+        if plan.is_none() {
+            let events = env.cluster.warning_events(&namespace).await;
+            warnings.record(&events, step.number, &full_kinds);
+        }
         if snapshot_after == Some(step.number) {
             let state = watch
                 .settled_state(&env.cluster, &resources, &namespace, &full_kinds, false)
@@ -397,12 +400,11 @@ pub async fn run(
     let end_state = watch
         .settled_state(&env.cluster, &resources, &namespace, &full_kinds, true)
         .await?;
-    let last = workload.steps.last().map_or(0, |s| s.number);
-    warnings.record(
-        &env.cluster.warning_events(&namespace).await,
-        last,
-        &full_kinds,
-    );
+    if plan.is_none() {
+        let last = workload.steps.last().map_or(0, |s| s.number);
+        let events = env.cluster.warning_events(&namespace).await;
+        warnings.record(&events, last, &full_kinds);
+    }
     // The clean-up is not part of the plan: no crash point in it.
     proxy.interceptor().disarm();
     let trace = proxy.interceptor().trace();
