@@ -67,14 +67,12 @@ disk_executables() {
 # disk_stale_artifacts DIR...: the executables whose access time is the epoch and that
 # a newer executable of the same name supersedes, one path per line.
 disk_stale_artifacts() {
-  disk_executables "$@" | tr '\n' '\0' | xargs -0 -r stat -c '%n	%n	%Y	%X' | awk -F'\t' '
-    BEGIN { hash = "-"; for (i = 0; i < 16; i++) hash = hash "[0-9a-f]" }
+  # Each name ends in `-<16 hex digits>` (disk_executables): the name is what precedes.
+  disk_executables "$@" | tr '\n' '\0' | xargs -0 -r stat -c '%n	%Y	%X' | awk -F'\t' '
     {
-      n = split($2, parts, "/"); name = parts[n]
-      if (!match(name, hash)) next
-      key = substr(name, 1, RSTART - 1)
-      path[NR] = $1; k[NR] = key; mtime[NR] = $3; atime[NR] = $4
-      if (!(key in newest) || $3 > newest[key]) newest[key] = $3
+      n = split($1, parts, "/"); key = substr(parts[n], 1, length(parts[n]) - 17)
+      path[NR] = $1; k[NR] = key; mtime[NR] = $2; atime[NR] = $3
+      if (!(key in newest) || $2 > newest[key]) newest[key] = $2
     }
     END {
       for (i in path) if (atime[i] < 1 && mtime[i] < newest[k[i]]) print path[i]
