@@ -21,6 +21,7 @@
 //! | `SharedIndexInformer`                        | [`SharedIndexInformer`]       |
 //! | `ResourceEventHandlerRegistration`, `HasSynced` | [`ResourceEventHandlerRegistration`] |
 //! | `SharedInformerFactory`                      | [`SharedInformerFactory`]     |
+//! | (none: one undecodable object fails the typed list) | [`Unreadable`], set aside by the [`unreadable`] rules |
 //! | `metadatainformer`, the metadata client's `List`/`Watch` | [`MetadataInformer`] ([`SharedInformerFactory::metadata_informer_for`]), [`lister_watcher::metadata`] |
 //! | `dynamicinformer`, `dynamiclister`, `GenericInformer` | [`DynamicInformer`] ([`SharedInformerFactory::dynamic_informer_for`]) |
 //!
@@ -157,6 +158,7 @@ pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transform;
+pub mod unreadable;
 
 pub use delta::{DeletedFinalStateUnknown, DeletedObject, Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
@@ -187,3 +189,4 @@ pub use store::{
     meta_namespace_index_func, owner_uid_index_func,
 };
 pub use transform::TransformFunc;
+pub use unreadable::Unreadable;

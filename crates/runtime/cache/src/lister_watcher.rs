@@ -37,6 +37,7 @@ use wire::Answered;
 pub use wire::Wire;
 
 use crate::shard::ShardFilter;
+use crate::unreadable::Unreadable;
 
 /// The default page size of a list, as client-go's pager uses.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -62,6 +63,25 @@ pub struct ListPage<K> {
     pub resource_version: String,
     /// The token for the next page; `None` on the last page.
     pub continue_token: Option<String>,
+    /// The objects on this page that `K` cannot hold: left out of `items` and
+    /// reported ([`crate::unreadable`]).
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl<K> ListPage<K> {
+    /// A page of `items` at `resource_version`; `continue_token` for the next one.
+    pub fn new(
+        items: Vec<K>,
+        resource_version: impl Into<String>,
+        continue_token: Option<String>,
+    ) -> Self {
+        Self {
+            items,
+            resource_version: resource_version.into(),
+            continue_token,
+            unreadable: Vec::new(),
+        }
+    }
 }
 
 /// What to watch.
@@ -229,7 +249,7 @@ where
             };
             let selector = shard.as_ref().and_then(|(s, _, r)| s.filter.selector(r));
             // With strip_managed_fields, the pager leaves them out of every item.
-            let (list, answered) = self
+            let (list, unreadable, answered) = self
                 .pager
                 .list::<K>(
                     &params,
@@ -240,7 +260,7 @@ where
                 .await?;
             self.answered
                 .record(self.api.resource_url(), self.wire, answered);
-            let items = match &shard {
+            let (items, unreadable) = match &shard {
                 Some((state, generation, ranges)) => {
                     if selector.is_some() && list.metadata.shard_info.is_some() {
                         state.shard_info_seen();
@@ -254,14 +274,19 @@ where
                     {
                         state.filter.mark_listed(*generation);
                     }
-                    state.filter_page(ranges, list.items)
+                    let unreadable = unreadable
+                        .into_iter()
+                        .filter(|u| state.filter.matches(ranges, &u.as_partial::<K>()))
+                        .collect();
+                    (state.filter_page(ranges, list.items), unreadable)
                 }
-                None => list.items,
+                None => (list.items, unreadable),
             };
             Ok(ListPage {
                 items,
                 resource_version: list.metadata.resource_version.unwrap_or_default(),
                 continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+                unreadable,
             })
         }
         .boxed()

@@ -67,6 +67,16 @@ pub mod names {
     /// number. Resource versions are opaque to clients; the API server's are etcd
     /// revisions, so the gauge shows whether the reflector is keeping up.
     pub const LAST_RESOURCE_VERSION: &str = "reflector_last_resource_version";
+    /// Gauge: objects the informer's type cannot decode, left out of its cache
+    /// ([`crate::unreadable`]); not in client-go, whose list fails on the first one.
+    pub const UNREADABLE_OBJECTS: &str = "reflector_unreadable_objects";
+}
+
+/// A gauge nobody reads: the default of the provider's newer hooks.
+struct Unobserved;
+
+impl SettableGaugeMetric for Unobserved {
+    fn set(&self, _: f64) {}
 }
 
 /// A monotonically increasing counter.
@@ -108,6 +118,11 @@ pub trait ReflectorMetricsProvider: Send + Sync {
     fn new_watch_errors_metric(&self, name: &str) -> Arc<dyn CounterMetric>;
     /// Gauge for [`names::LAST_RESOURCE_VERSION`].
     fn new_last_resource_version_metric(&self, name: &str) -> Arc<dyn SettableGaugeMetric>;
+    /// Gauge for [`names::UNREADABLE_OBJECTS`]; by default a gauge nobody reads, so a
+    /// provider written before it still compiles.
+    fn new_unreadable_objects_metric(&self, _name: &str) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(Unobserved)
+    }
 }
 
 static GLOBAL_PROVIDER: OnceLock<Arc<dyn ReflectorMetricsProvider>> = OnceLock::new();
@@ -130,6 +145,7 @@ pub(crate) struct ReflectorMetrics {
     short_watches: Arc<dyn CounterMetric>,
     watch_errors: Arc<dyn CounterMetric>,
     last_resource_version: Arc<dyn SettableGaugeMetric>,
+    unreadable_objects: Arc<dyn SettableGaugeMetric>,
 }
 
 impl ReflectorMetrics {
@@ -152,6 +168,7 @@ impl ReflectorMetrics {
             short_watches: provider.new_short_watches_metric(name),
             watch_errors: provider.new_watch_errors_metric(name),
             last_resource_version: provider.new_last_resource_version_metric(name),
+            unreadable_objects: provider.new_unreadable_objects_metric(name),
         })
     }
 
@@ -181,6 +198,11 @@ impl ReflectorMetrics {
     /// A watch failed (not `410 Gone`).
     pub(crate) fn watch_failed(&self) {
         self.watch_errors.inc();
+    }
+
+    /// `count` objects are set aside as unreadable now.
+    pub(crate) fn unreadable(&self, count: usize) {
+        self.unreadable_objects.set(count as f64);
     }
 
     /// The reflector moved to resourceVersion `rv`; recorded when it is a number.

@@ -44,6 +44,11 @@
 //!   client-go: back off, then watch again from the same version. A watch that breaks
 //!   off (the connection is lost) is watched again from the last version after the
 //!   backoff.
+//! * An object that `K` cannot hold (a custom resource written through another
+//!   version of its CRD, say) never fails the list: the list decodes around it, the
+//!   object stays out of the cache, and it is reported until it decodes again
+//!   ([`crate::unreadable`]). An event the watch cannot decode relists as above, and
+//!   the relist sets the object aside.
 //! * A `410 Gone` relists at once, where client-go's `Run` loop waits one backoff
 //!   step first: the answer says the server is healthy and only its history is
 //!   compacted, so waiting would only leave the cache stale for longer.
@@ -115,6 +120,7 @@ use crate::lister_watcher::{
     DEFAULT_PAGE_SIZE, ListOptions, ListerWatcher, WatchOptions, WatchStream,
 };
 use crate::metrics::{ReflectorMetrics, ReflectorMetricsProvider};
+use crate::unreadable::{SetAside, Unreadable, UnreadableHook};
 
 pub mod watch_list;
 use watch_list::WatchList;
@@ -253,6 +259,8 @@ pub struct Reflector<K> {
     metrics: Option<ReflectorMetrics>,
     /// Shows a failing list or watch on the pipeline page until it works again.
     trouble: pipeline::TroubleReporter,
+    /// The objects `K` cannot hold, left out of the cache ([`crate::unreadable`]).
+    set_aside: SetAside,
 }
 
 impl<K> fmt::Debug for Reflector<K> {
@@ -282,12 +290,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         store: Arc<InformerQueue<K>>,
     ) -> Self {
         let name = name.into();
+        let component = crate::steps::component::<K>();
         Self {
             metrics: ReflectorMetrics::resolve(&name, None),
-            trouble: pipeline::troubles().reporter(
-                crate::steps::component::<K>().as_ref(),
-                pipeline::Stage::Fifo,
-            ),
+            trouble: pipeline::troubles().reporter(component.as_ref(), pipeline::Stage::Fifo),
+            set_aside: SetAside::new(&name, component.as_ref()),
             name,
             lister_watcher,
             store,
@@ -310,6 +317,19 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     pub fn with_metrics_provider(mut self, provider: Arc<dyn ReflectorMetricsProvider>) -> Self {
         self.metrics = ReflectorMetrics::resolve(&self.name, Some(&provider));
         self
+    }
+
+    /// Calls `hook` for each object `K` cannot decode, once per object and
+    /// resourceVersion, when it is set aside ([`crate::unreadable`]).
+    pub fn with_on_unreadable(mut self, hook: UnreadableHook) -> Self {
+        self.set_aside.set_hook(hook);
+        self
+    }
+
+    /// The objects `K` cannot decode, left out of the cache as of the last list and
+    /// the events since ([`crate::unreadable`]).
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        self.set_aside.all()
     }
 
     /// Sets the list page size (default 500; 0 = no paging).
@@ -366,6 +386,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         if let Some(m) = &self.metrics {
                             m.list_done(Some(count), list_started.elapsed());
                         }
+                        // Every object decoded, or the stream would have been abandoned.
+                        self.set_aside.listed(Vec::new(), self.metrics.as_ref());
                         need_list = false;
                         list_gone_once = false;
                         self.trouble.recovered();
@@ -551,9 +573,11 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             limit: self.page_size,
             continue_token: None,
         };
+        let mut unreadable = Vec::new();
         let list_rv = loop {
-            let page = self.lister_watcher.list(&options).await?;
+            let mut page = self.lister_watcher.list(&options).await?;
             count += page.items.len();
+            unreadable.append(&mut page.unreadable);
             self.store.replace_page(&mut replacement, page.items);
             match page.continue_token {
                 Some(token) => options.continue_token = Some(token),
@@ -566,6 +590,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             tracing::warn!(reflector = %self.name, error = %e, "list contained objects that cannot be keyed; skipped them");
         }
         self.set_resource_version(&list_rv);
+        self.set_aside.listed(unreadable, self.metrics.as_ref());
         tracing::debug!(reflector = %self.name, count, rv = %list_rv, "listed");
         Ok(count)
     }
@@ -610,6 +635,12 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 Some(Ok(event)) => event,
             };
             events += 1;
+            if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
+                &event
+            {
+                // Readable again (or deleted): no longer set aside.
+                self.set_aside.event_for(obj, self.metrics.as_ref());
+            }
             let (rv, result) = match event {
                 WatchEvent::Added(obj) => {
                     (obj.meta().resource_version.clone(), self.store.add(obj))

@@ -50,6 +50,7 @@ use crate::registration::ResourceEventHandlerRegistration;
 use crate::steps;
 use crate::store::{Indexer, Indexers};
 use crate::transform::TransformFunc;
+use crate::unreadable::{Unreadable, UnreadableHook};
 
 mod apply;
 mod observe;
@@ -86,6 +87,8 @@ struct Inner<K> {
     synced: Arc<watch::Sender<bool>>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,
     transform: Mutex<Option<TransformFunc<K>>>,
+    /// Called for each object `K` cannot decode ([`crate::unreadable`]).
+    on_unreadable: Mutex<Option<UnreadableHook>>,
     default_resync_period: Duration,
     backoff: Mutex<BackoffConfig>,
     watch_list: AtomicBool,
@@ -222,6 +225,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                     next_id: 0,
                 }),
                 reflector: Mutex::new(None),
+                on_unreadable: Mutex::new(None),
                 transform: Mutex::new(None),
                 default_resync_period,
                 backoff: Mutex::new(BackoffConfig::default()),
@@ -371,6 +375,20 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         self.inner.started.load(Ordering::SeqCst)
     }
 
+    /// Calls `hook` for each object `K` cannot decode when it is left out of the cache
+    /// (once per object and resourceVersion; see [`crate::unreadable`]): where a
+    /// controller writes a Warning Event on it. Takes effect when the informer starts.
+    pub fn on_unreadable(&self, hook: impl Fn(&Unreadable) + Send + Sync + 'static) {
+        *self.inner.on_unreadable.lock() = Some(Arc::new(hook));
+    }
+
+    /// The objects `K` cannot decode, left out of the cache now (empty before the
+    /// informer runs; see [`crate::unreadable`]).
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        let reflector = self.inner.reflector.lock().clone();
+        reflector.map(|r| r.unreadable()).unwrap_or_default()
+    }
+
     /// The resourceVersion the reflector last saw (empty before the first list):
     /// client-go's `LastSyncResourceVersion`.
     pub fn last_sync_resource_version(&self) -> String {
@@ -440,15 +458,17 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 .into(),
         });
         self.inner.register_gauges(&fifo);
-        let reflector = Arc::new(
-            Reflector::new(
-                self.inner.name.clone(),
-                self.inner.lister_watcher.clone(),
-                fifo.clone(),
-            )
-            .with_backoff(*self.inner.backoff.lock())
-            .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst)),
-        );
+        let mut reflector = Reflector::new(
+            self.inner.name.clone(),
+            self.inner.lister_watcher.clone(),
+            fifo.clone(),
+        )
+        .with_backoff(*self.inner.backoff.lock())
+        .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst));
+        if let Some(hook) = self.inner.on_unreadable.lock().clone() {
+            reflector = reflector.with_on_unreadable(hook);
+        }
+        let reflector = Arc::new(reflector);
         *self.inner.reflector.lock() = Some(reflector.clone());
 
         let reflector_task = tokio::spawn({

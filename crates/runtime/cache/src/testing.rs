@@ -16,7 +16,7 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! let lw = ScriptedListerWatcher::<ConfigMap>::new();
-//! lw.push_list(Ok(ListPage { items: vec![], resource_version: "7".into(), continue_token: None }));
+//! lw.push_list(Ok(ListPage::new(vec![], "7", None)));
 //! let page = lw.list(&ListOptions::default()).await.unwrap();
 //! assert_eq!(page.resource_version, "7");
 //! assert_eq!(lw.list_calls().len(), 1);
@@ -103,6 +103,7 @@ impl<K: Send + 'static> ScriptedListerWatcher<K> {
             items,
             resource_version: resource_version.to_string(),
             continue_token: None,
+            unreadable: Vec::new(),
         }));
     }
 

@@ -1,5 +1,7 @@
-//! e2e: dynamic informers against a real kube-apiserver (crates/dev/testenv), over a
-//! CRD that does not exist when the factory starts.
+//! e2e: informers over custom resources against a real kube-apiserver
+//! (crates/dev/testenv): dynamic informers over a CRD that does not exist when the
+//! factory starts (here), and a typed informer meeting objects its type cannot decode
+//! ([`unreadable`]).
 //!
 //! The factory runs a typed informer first; then one dynamic informer is asked for
 //! while its resource is still unknown to the server (its reflector fails and backs
@@ -19,6 +21,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use testenv::{Check, TestEnv, wait_for};
 use tokio_util::sync::CancellationToken;
+
+#[path = "e2e_dynamic_informer/unreadable.rs"]
+mod unreadable;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 

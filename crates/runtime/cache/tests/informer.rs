@@ -22,11 +22,13 @@ async fn initial_list_is_paginated_and_most_recent() {
         items: vec![cm("a", "1"), cm("b", "2")],
         resource_version: "10".into(),
         continue_token: Some("page2".into()),
+        unreadable: Vec::new(),
     }));
     lw.push_list(Ok(ListPage {
         items: vec![cm("c", "3")],
         resource_version: "10".into(),
         continue_token: None,
+        unreadable: Vec::new(),
     }));
     let rec = Recorder::default();
     let r = start(lw, Some(rec.clone()), Duration::ZERO);

@@ -29,6 +29,7 @@ async fn pages_reach_the_cache_early_and_a_failed_list_deletes_nothing() {
         items: vec![cm("a", "1"), cm("b", "1")],
         resource_version: "10".into(),
         continue_token: Some("page2".into()),
+        unreadable: Vec::new(),
     }));
     let r = start(lw, None, Duration::ZERO);
     let (informer, lw) = (&r.informer, &r.lw);
@@ -76,6 +77,7 @@ async fn wait_for_cache_sync_wakes_when_the_last_object_is_cached() {
         items: (0..600).map(|i| cm(&format!("cm-{i}"), "1")).collect(),
         resource_version: "10".into(),
         continue_token: Some("page2".into()),
+        unreadable: Vec::new(),
     }));
     lw.push_list_items(vec![cm("last", "1")], "10");
     let started = tokio::time::Instant::now();

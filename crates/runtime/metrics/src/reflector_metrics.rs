@@ -14,6 +14,8 @@
 //! * `reflector_short_watches_total` rising: something between us and the server closes
 //!   watches at once (a proxy with a short idle timeout).
 //! * `reflector_last_resource_version` flat while the cluster changes: the watch is stuck.
+//! * `reflector_unreadable_objects` above zero: objects the controller's type cannot
+//!   decode are left out of its cache (the log names each one; `cache::unreadable`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -54,6 +56,7 @@ pub struct ReflectorMetrics {
     short_watches: Family<NameLabel, Counter>,
     watch_errors: Family<NameLabel, Counter>,
     last_resource_version: Family<NameLabel, FloatGauge>,
+    unreadable_objects: Family<NameLabel, FloatGauge>,
 }
 
 impl fmt::Debug for ReflectorMetrics {
@@ -74,6 +77,7 @@ impl ReflectorMetrics {
             short_watches: Family::default(),
             watch_errors: Family::default(),
             last_resource_version: Family::default(),
+            unreadable_objects: Family::default(),
         };
         let counters = [
             (
@@ -119,6 +123,11 @@ impl ReflectorMetrics {
             names::LAST_RESOURCE_VERSION,
             "Last resource version seen for the reflectors",
             metrics.last_resource_version.clone(),
+        );
+        registry.register(
+            names::UNREADABLE_OBJECTS,
+            "Objects the reflectors' types cannot decode, left out of their caches",
+            metrics.unreadable_objects.clone(),
         );
         metrics
     }
@@ -172,6 +181,13 @@ impl ReflectorMetricsProvider for ReflectorMetrics {
     fn new_last_resource_version_metric(&self, name: &str) -> Arc<dyn SettableGaugeMetric> {
         Arc::new(Adapter(
             self.last_resource_version
+                .get_or_create_owned(&NameLabel::new(name)),
+        ))
+    }
+
+    fn new_unreadable_objects_metric(&self, name: &str) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(Adapter(
+            self.unreadable_objects
                 .get_or_create_owned(&NameLabel::new(name)),
         ))
     }

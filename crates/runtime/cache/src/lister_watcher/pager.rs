@@ -38,6 +38,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use super::Wire;
 use super::json_scan::{self, next_value, skip_ws};
 use super::metadata::{self, Verb};
+use crate::unreadable::{Unreadable, decode_list_items};
 use tokio::task::JoinHandle;
 
 /// Lists pages of one collection with one page of read-ahead. See the module docs.
@@ -93,7 +94,7 @@ impl Pager {
         strip_managed_fields: bool,
         shard_selector: Option<&str>,
         protobuf: Option<DecodeFn<K>>,
-    ) -> Result<(ObjectList<K>, Wire), kube::Error> {
+    ) -> Result<(ObjectList<K>, Vec<Unreadable>, Wire), kube::Error> {
         let accept = metadata::accept::<K>(Verb::List, protobuf.is_some());
         let request = self.build(params, shard_selector, accept)?;
         let uri = request.uri().to_string();
@@ -120,11 +121,15 @@ impl Pager {
             let response = tokio::spawn(fetch(self.client.clone(), request));
             *self.ahead.lock() = Some(ReadAhead { uri, response });
         }
-        let page = match protobuf.filter(|_| wire == Wire::Protobuf) {
-            Some(decode) => super::protobuf::page(&body, decode, strip_managed_fields)?,
-            None => decode_page(&body, strip_managed_fields).map_err(kube::Error::SerdeError)?,
+        let (page, unreadable) = match protobuf.filter(|_| wire == Wire::Protobuf) {
+            Some(decode) => (
+                super::protobuf::page(&body, decode, strip_managed_fields)?,
+                Vec::new(),
+            ),
+            None => decode_page_setting_aside(&body, strip_managed_fields)
+                .map_err(kube::Error::SerdeError)?,
         };
-        Ok((page, wire))
+        Ok((page, unreadable, wire))
     }
 
     fn build(
@@ -188,6 +193,36 @@ pub fn decode_page<K: Resource + DeserializeOwned + Clone>(
     Ok(list)
 }
 
+/// [`decode_page`], and when that fails, the page again item by item: the objects that
+/// decode, and a report for each one that does not ([`crate::unreadable`]). Fails as
+/// `decode_page` did if the page is not a list of named objects at all.
+fn decode_page_setting_aside<K: Resource + DeserializeOwned + Clone>(
+    body: &[u8],
+    strip_managed_fields: bool,
+) -> Result<(ObjectList<K>, Vec<Unreadable>), serde_json::Error> {
+    let whole = match decode_page(body, strip_managed_fields) {
+        Ok(list) => return Ok((list, Vec::new())),
+        Err(e) => e,
+    };
+    let mut stripped = Vec::new();
+    let bytes = if strip_managed_fields && json_scan::without_managed_fields(body, &mut stripped) {
+        &stripped[..]
+    } else {
+        body
+    };
+    let Ok(raw) = serde_json::from_slice::<ObjectList<serde_json::Value>>(bytes) else {
+        return Err(whole);
+    };
+    let (items, unreadable) =
+        decode_list_items::<K>(raw.items, strip_managed_fields).map_err(|_| whole)?;
+    let list = ObjectList {
+        types: raw.types,
+        metadata: raw.metadata,
+        items,
+    };
+    Ok((list, unreadable))
+}
+
 /// The non-empty `metadata.continue` of a list response, read without decoding
 /// `items` when (as the API server writes it) `metadata` comes first. `None` when
 /// there is none or the body is not a JSON object; decoding the whole body then
@@ -225,7 +260,28 @@ impl std::fmt::Debug for Pager {
 
 #[cfg(test)]
 mod tests {
-    use super::continue_token;
+    use super::{continue_token, decode_page_setting_aside};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    #[test]
+    fn a_page_with_one_object_the_type_cannot_hold_keeps_the_others() {
+        let body = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[
+            {"metadata":{"namespace":"ns","name":"a","managedFields":[{"manager":"m"}]},"data":{"k":"v"}},
+            {"metadata":{"namespace":"ns","name":"bad","resourceVersion":"7"},"data":{"k":5}}]}"#;
+        let (list, unreadable) = decode_page_setting_aside::<ConfigMap>(body, true).unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("9"));
+        assert_eq!(list.items.len(), 1);
+        assert_eq!(list.items[0].metadata.name.as_deref(), Some("a"));
+        assert_eq!(list.items[0].metadata.managed_fields, None);
+        assert_eq!(unreadable.len(), 1);
+        assert_eq!(unreadable[0].key, "ns/bad");
+        assert_eq!(
+            unreadable[0].metadata.resource_version.as_deref(),
+            Some("7")
+        );
+        // Not a list at all: the error of the whole page, as before.
+        assert!(decode_page_setting_aside::<ConfigMap>(b"[1]", false).is_err());
+    }
 
     #[test]
     fn reads_the_token_from_the_head_without_needing_valid_items() {

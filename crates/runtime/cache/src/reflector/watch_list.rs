@@ -28,6 +28,10 @@
 //! informer started right after its CRD was applied), a `401` or a `403` falls back
 //! for that attempt only.
 //!
+//! An event whose object `K` cannot decode abandons the stream too: the stream cannot
+//! say which object it was, and the paged list that follows sets that one object
+//! aside and lists the rest ([`crate::unreadable`]).
+//!
 //! A `429 TooManyRequests` or a refused connection is different: the server is busy or
 //! restarting, not lacking the feature, and a paged list would only add load. As in
 //! client-go, the reflector backs off and streams again.

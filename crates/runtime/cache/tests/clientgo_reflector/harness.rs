@@ -374,6 +374,7 @@ pub fn page(items: Vec<ConfigMap>, rv: &str, continue_token: Option<&str>) -> Li
         items,
         resource_version: rv.to_string(),
         continue_token: continue_token.map(str::to_string),
+        unreadable: Vec::new(),
     }
 }
 

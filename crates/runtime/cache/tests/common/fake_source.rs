@@ -195,6 +195,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeContr
                 items: state.items.values().cloned().collect(),
                 resource_version: state.last_rv.to_string(),
                 continue_token: None,
+                unreadable: Vec::new(),
             }),
         };
         futures::future::ready(answer).boxed()
