@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::lister_watcher::{ApiListerWatcher, Wire};
 use crate::shard::{ShardBy, ShardFilter, ShardRanges};
 use crate::shared_informer::SharedIndexInformer;
+use crate::unreadable::UnreadableHook;
 
 /// Server-side filters for an informer: only matching objects are listed and watched.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -99,6 +100,8 @@ pub struct SharedInformerFactory {
     informers: Arc<Mutex<HashMap<InformerKey, Arc<dyn AnyInformer>>>>,
     /// The sharded informers handed out so far.
     shard_filters: Arc<Mutex<Vec<ShardedInformer>>>,
+    /// Given to every typed informer it creates ([`crate::unreadable`]).
+    on_unreadable: Option<UnreadableHook>,
 }
 
 /// A sharded informer the factory handed out: its name, its filter (whose
@@ -148,6 +151,7 @@ impl SharedInformerFactory {
             name: None,
             shard_ranges: None,
             informers: Arc::new(Mutex::new(HashMap::new())),
+            on_unreadable: None,
             shard_filters: Arc::new(Mutex::new(Vec::new())),
         }
     }
@@ -191,6 +195,14 @@ impl SharedInformerFactory {
     /// The sharded informers handed out so far.
     pub fn sharded_informers(&self) -> Vec<ShardedInformer> {
         self.shard_filters.lock().clone()
+    }
+
+    /// Calls `hook` for each object that an informer created from now on cannot decode
+    /// (see [`SharedIndexInformer::on_unreadable`]): a manager writes a Warning Event
+    /// on the object there.
+    pub fn with_on_unreadable(mut self, hook: UnreadableHook) -> Self {
+        self.on_unreadable = Some(hook);
+        self
     }
 
     /// Whether informers created from now on cache objects without
@@ -295,6 +307,9 @@ impl SharedInformerFactory {
             Arc::new(lister_watcher),
             self.default_resync_period,
         );
+        if let Some(hook) = &self.on_unreadable {
+            informer.set_unreadable_hook(hook.clone());
+        }
         if let Some(factory_name) = &self.name {
             informer.set_metrics_identity(InformerNameAndResource {
                 name: factory_name.clone(),

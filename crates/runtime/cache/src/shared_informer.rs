@@ -379,7 +379,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
     /// (once per object and resourceVersion; see [`crate::unreadable`]): where a
     /// controller writes a Warning Event on it. Takes effect when the informer starts.
     pub fn on_unreadable(&self, hook: impl Fn(&Unreadable) + Send + Sync + 'static) {
-        *self.inner.on_unreadable.lock() = Some(Arc::new(hook));
+        self.set_unreadable_hook(Arc::new(hook));
+    }
+
+    pub(crate) fn set_unreadable_hook(&self, hook: UnreadableHook) {
+        *self.inner.on_unreadable.lock() = Some(hook);
     }
 
     /// The objects `K` cannot decode, left out of the cache now (empty before the

@@ -55,6 +55,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use kube::api::ObjectMeta;
 use kube::core::PartialObjectMeta;
@@ -104,6 +105,19 @@ impl Unreadable {
 }
 
 impl Unreadable {
+    /// A reference to the object, for an Event about it (`involvedObject`, `regarding`).
+    pub fn object_reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.metadata.name.clone(),
+            namespace: self.metadata.namespace.clone(),
+            uid: self.metadata.uid.clone(),
+            resource_version: self.metadata.resource_version.clone(),
+            field_path: None,
+        }
+    }
+
     /// The object's metadata as a [`PartialObjectMeta<K>`], for what needs only that
     /// (a shard's filter, an Event's reference).
     pub fn as_partial<K: Resource>(&self) -> PartialObjectMeta<K> {

@@ -85,3 +85,25 @@ impl Events {
         }
     }
 }
+
+/// The reason of the Warning Event written on an object a controller's informer cannot
+/// decode (`kubectl events` shows it on the object).
+pub const REASON_FAILED_DECODE: &str = "FailedDecode";
+
+/// What every informer of a manager's factory does with an object its type cannot
+/// decode ([`cache::unreadable`]): besides the log, the metric and the pipeline
+/// page's banner, a Warning Event on the object itself, where `kubectl describe`
+/// shows it to whoever wrote the object.
+pub(crate) fn unreadable_hook(recorder: EventRecorder) -> cache::unreadable::UnreadableHook {
+    std::sync::Arc::new(move |unreadable: &cache::Unreadable| {
+        recorder.event_ref(
+            &unreadable.object_reference(),
+            record::EventType::Warning,
+            REASON_FAILED_DECODE,
+            format!(
+                "left out of this controller's cache, which cannot decode it (it is not reconciled until it can): {}",
+                unreadable.error
+            ),
+        );
+    })
+}

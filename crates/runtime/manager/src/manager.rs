@@ -52,7 +52,7 @@ use tracing::{error, info, warn};
 
 use webhook::{WebhookArgs, WebhookMetrics, WebhookServer};
 
-use crate::events::{Events, EventsApi};
+use crate::events::{Events, EventsApi, unreadable_hook};
 use crate::group::{Added, RunnableGroup};
 use crate::logging::LoggingError;
 use crate::options::{ClientArgs, ClientConfigError, RunArgs, log_metrics_mode};
@@ -195,8 +195,12 @@ impl Manager {
         // The process's wire, before any client is built: the informers and the typed
         // clients the controllers write through (gentype) both follow it.
         cache::Wire::set_process_default(args.client.kube_api_content_type);
+        let (events, recorder) = Events::start(args.events_api, &client, &name)?;
+        info!(events_api = %args.events_api, "recording Events");
         let mut factory = SharedInformerFactory::new(client.clone(), args.run.resync_period)
             .with_strip_managed_fields(!args.run.keep_managed_fields)
+            // An object a controller's type cannot decode gets a Warning Event.
+            .with_on_unreadable(unreadable_hook(recorder.clone()))
             .with_wire(args.client.kube_api_content_type)
             // The informer metrics' name (client-go's InformerName): the binary's.
             .with_name(name.clone());
@@ -209,8 +213,6 @@ impl Manager {
         if let Some(shard) = &shard {
             factory = factory.with_shard_ranges(shard.ranges());
         }
-        let (events, recorder) = Events::start(args.events_api, &client, &name)?;
-        info!(events_api = %args.events_api, "recording Events");
         let webhooks = args
             .webhook
             .server()
