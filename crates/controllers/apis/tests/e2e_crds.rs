@@ -223,6 +223,60 @@ async fn virtual_machine_quantities_are_validated_by_the_api_server() -> anyhow:
     Ok(())
 }
 
+/// Every version accepts only what the other can hold: v1alpha1's `cpu` (a quantity)
+/// at most v1beta1's `cpus` (a `uint32`), both refused past the edge, through each
+/// version. (v1alpha1 is the storage version: what it accepts past the edge would be
+/// stored, and every read through v1beta1 of its namespace would fail on it.)
+#[tokio::test]
+async fn virtual_machine_cpus_stop_at_the_edge_both_versions_share() -> anyhow::Result<()> {
+    let env = env().await?;
+    let alpha = |cpu: Value| json!({ "spec": { "resource": { "cpu": cpu, "memory": "64Mi", "rootDisk": "1Gi" } } });
+    for (name, cpu) in [
+        ("max-int", json!(4294967295u64)),
+        ("max-str", json!("4294967295")),
+    ] {
+        create_raw::<VirtualMachine>(&env, name, alpha(cpu.clone())).await?;
+    }
+    for (i, cpu) in [
+        json!(4294967296u64),
+        json!("4294967296"),
+        json!("5Gi"),
+        json!("4294967295001m"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let result =
+            create_raw::<VirtualMachine>(&env, &format!("over-{i}"), alpha(cpu.clone())).await;
+        assert_invalid(
+            result,
+            &["spec.resource.cpu", CPU_MESSAGE],
+            &format!("v1alpha1 cpu={cpu}"),
+        );
+    }
+    let beta = |cpus: Value| json!({ "spec": { "compute": { "cpus": cpus, "memory": "64Mi" }, "rootDisk": { "size": "1Gi" } } });
+    for (i, (cpus, needle)) in [
+        (json!(4294967296u64), "less than or equal to 4294967295"),
+        (json!(0), "greater than or equal to 1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let result = create_raw::<apis::cloudnative::v1beta1::VirtualMachine>(
+            &env,
+            &format!("beta-over-{i}"),
+            beta(cpus.clone()),
+        )
+        .await;
+        assert_invalid(
+            result,
+            &["spec.compute.cpus", needle],
+            &format!("v1beta1 cpus={cpus}"),
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn valid_virtual_machines_are_stored() -> anyhow::Result<()> {
     let env = env().await?;

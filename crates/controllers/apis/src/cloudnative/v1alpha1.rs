@@ -50,11 +50,15 @@ use serde::{Deserialize, Serialize};
 pub use resource::{ParsedResource, ResourceError};
 
 /// The CEL rule on `spec.resource.cpu`.
-pub const CPU_RULE: &str =
-    "isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('1')) >= 0";
+///
+/// The upper bound is v1beta1's: `compute.cpus` is a `uint32`, and a v1alpha1 object
+/// must convert to v1beta1 (the API server converts on every read through v1beta1, the
+/// preferred version: `kubectl get vm` of a namespace fails for all of it on one object
+/// that cannot). Fractions round up, so 4294967295 is the largest quantity that fits.
+pub const CPU_RULE: &str = "isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('1')) >= 0 && quantity(string(self)).compareTo(quantity('4294967295')) <= 0";
 /// The message of [`CPU_RULE`].
 pub const CPU_MESSAGE: &str =
-    "cpu must be a quantity of at least 1 CPU, such as 1, 2 or 1500m (fractions round up)";
+    "cpu must be a quantity from 1 to 4294967295 CPUs, such as 1, 2 or 1500m (fractions round up)";
 /// The CEL rule on `spec.resource.memory`.
 pub const MEMORY_RULE: &str =
     "isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))";

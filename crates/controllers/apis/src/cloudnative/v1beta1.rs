@@ -119,7 +119,7 @@ pub struct VirtualMachineSpec {
 #[serde(rename_all = "camelCase")]
 pub struct Compute {
     /// Number of whole CPUs, at least 1.
-    #[schemars(range(min = 1))]
+    #[schemars(schema_with = "cpus_schema")]
     pub cpus: u32,
     /// Memory size, greater than 0 (e.g. 64Mi, 2Gi).
     #[schemars(schema_with = "memory_schema")]
@@ -154,6 +154,17 @@ impl VirtualMachineSpec {
             },
         }
     }
+}
+
+/// An integer from 1 to `u32::MAX`, said with `minimum`/`maximum` rather than schemars'
+/// `format: uint32`, which the API server does not know (every apply warned
+/// `unrecognized format "uint32"`) and therefore does not enforce.
+fn cpus_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "integer",
+        "minimum": 1,
+        "maximum": u32::MAX,
+    })
 }
 
 fn memory_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
