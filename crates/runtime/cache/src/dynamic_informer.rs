@@ -125,6 +125,14 @@ impl SharedInformerFactory {
             resource.clone(),
         )
     }
+
+    /// Stops and forgets the dynamic informer of every object of `resource` (the one
+    /// [`dynamic_informer_for`](Self::dynamic_informer_for) hands out): see
+    /// [`remove_informer`](Self::remove_informer). `false` if there was none.
+    pub fn remove_dynamic_informer(&self, resource: &ApiResource) -> bool {
+        let api = Api::<DynamicObject>::all_with(self.client().clone(), resource);
+        self.remove_informer(&api, &InformerOptions::default())
+    }
 }
 
 #[cfg(test)]

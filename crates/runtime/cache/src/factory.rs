@@ -59,11 +59,15 @@ trait AnyInformer: Send + Sync {
     /// Waits until synced or cancelled; whether it synced.
     fn wait_for_cache_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool>;
     fn name(&self) -> String;
+    /// Stops the informer if it runs (see [`SharedInformerFactory::remove_informer`]).
+    fn stop(&self);
 }
 
 struct Entry<K> {
     informer: SharedIndexInformer<K>,
     name: String,
+    /// Stops this informer alone: a child of the token `start` was given.
+    stop: Mutex<Option<CancellationToken>>,
 }
 
 impl<K: Resource + Send + Sync + 'static> AnyInformer for Entry<K> {
@@ -75,7 +79,15 @@ impl<K: Resource + Send + Sync + 'static> AnyInformer for Entry<K> {
             return;
         }
         let informer = self.informer.clone();
-        tokio::spawn(async move { informer.run(cancel).await });
+        let own = cancel.child_token();
+        *self.stop.lock() = Some(own.clone());
+        tokio::spawn(async move { informer.run(own).await });
+    }
+    fn stop(&self) {
+        self.informer.mark_removed();
+        if let Some(own) = self.stop.lock().take() {
+            own.cancel();
+        }
     }
     fn wait_for_cache_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool> {
         self.informer.wait_for_cache_sync(cancel).boxed()
@@ -331,6 +343,7 @@ impl SharedInformerFactory {
             Arc::new(Entry {
                 informer: informer.clone(),
                 name,
+                stop: Mutex::new(None),
             }),
         );
         informer
@@ -352,6 +365,33 @@ impl SharedInformerFactory {
         let informers: Vec<_> = self.informers.lock().values().cloned().collect();
         for informer in informers {
             informer.start(cancel.clone());
+        }
+    }
+
+    /// Stops the informer of `K` for `api` and `options` and forgets it: its watch is
+    /// closed, its handlers get nothing more (their registrations' `has_synced` turns
+    /// false), and the next request for it makes a new one. `false` if the factory had
+    /// none. For an informer nobody needs any more, such as a dynamic informer whose
+    /// CRD was deleted (controller-runtime's `Cache.RemoveInformer`; client-go's
+    /// factory has no such call). Whoever still holds the informer keeps its last cache.
+    pub fn remove_informer<K: Resource + 'static>(
+        &self,
+        api: &Api<K>,
+        options: &InformerOptions,
+    ) -> bool {
+        let key = InformerKey {
+            kind: TypeId::of::<K>(),
+            url: api.resource_url().to_string(),
+            options: options.clone(),
+        };
+        let removed = self.informers.lock().remove(&key);
+        match removed {
+            Some(entry) => {
+                tracing::info!(informer = %entry.name(), "informer removed from the factory; stopping it");
+                entry.stop();
+                true
+            }
+            None => false,
         }
     }
 

@@ -60,6 +60,10 @@
 //!   is down is the common case: every list and watch of the version that needs the
 //!   webhook fails with the API server's `500` naming the webhook, cluster-wide.)
 //! * The loop stops when its [`CancellationToken`] is cancelled.
+//! * A `404` on a list or a watch start means the resource is not served (a custom
+//!   resource whose CRD was deleted, or is not created yet): said once, `has_synced`
+//!   false until it is served and listed again, retried with the usual backoff
+//!   ([`not_served`]).
 //! * A lister-watcher whose selection can change (a sharded informer whose ranges
 //!   moved, [`crate::shard`]) hands out a relist signal
 //!   ([`ListerWatcher::relist_signal`]): when it fires, the watch is ended and the
@@ -122,7 +126,9 @@ use crate::lister_watcher::{
 use crate::metrics::{ReflectorMetrics, ReflectorMetricsProvider};
 use crate::unreadable::{SetAside, Unreadable, UnreadableHook};
 
+mod not_served;
 pub mod watch_list;
+use not_served::Served;
 use watch_list::WatchList;
 
 /// The annotation of the bookmark that ends a streaming list's initial events.
@@ -261,6 +267,9 @@ pub struct Reflector<K> {
     trouble: pipeline::TroubleReporter,
     /// The objects `K` cannot hold, left out of the cache ([`crate::unreadable`]).
     set_aside: SetAside,
+    /// The informer's synced flag, turned false while the resource is not served
+    /// ([`not_served`]); `None` for a reflector on its own.
+    synced: Option<Arc<watch::Sender<bool>>>,
 }
 
 impl<K> fmt::Debug for Reflector<K> {
@@ -295,6 +304,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
             metrics: ReflectorMetrics::resolve(&name, None),
             trouble: pipeline::troubles().reporter(component.as_ref(), pipeline::Stage::Fifo),
             set_aside: SetAside::new(&name, component.as_ref()),
+            synced: None,
             name,
             lister_watcher,
             store,
@@ -316,6 +326,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     /// ([`set_global_reflector_metrics_provider`](crate::metrics::set_global_reflector_metrics_provider)).
     pub fn with_metrics_provider(mut self, provider: Arc<dyn ReflectorMetricsProvider>) -> Self {
         self.metrics = ReflectorMetrics::resolve(&self.name, Some(&provider));
+        self
+    }
+
+    /// Turns `synced` (an informer's has-synced flag) false while the API server does
+    /// not serve the resource (a 404: its CRD deleted), and true again once it is
+    /// listed after its return ([`not_served`]).
+    pub fn with_synced_flag(mut self, synced: Arc<watch::Sender<bool>>) -> Self {
+        self.synced = Some(synced);
         self
     }
 
@@ -369,6 +387,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         let mut list_gone_once = false;
         // Fires when the selection changes (a sharded informer's ranges moved).
         let mut relist = self.lister_watcher.relist_signal();
+        // Whether the resource is served at all (a 404: its CRD deleted).
+        let mut served = Served::default();
         loop {
             if cancel.is_cancelled() {
                 return;
@@ -388,6 +408,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         // Every object decoded, or the stream would have been abandoned.
                         self.set_aside.listed(Vec::new(), self.metrics.as_ref());
+                        served.listed(&self.name, self.store.has_synced(), self.synced.as_ref());
                         need_list = false;
                         list_gone_once = false;
                         self.trouble.recovered();
@@ -407,12 +428,15 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         let message = "streaming list failed; backing off and streaming again";
                         if !self
-                            .back_off(&mut backoff, "list", message, &reason, &cancel)
+                            .back_off(&mut backoff, "list", message, &reason, false, &cancel)
                             .await
                         {
                             return;
                         }
                         continue;
+                    }
+                    WatchList::Failed { reason, .. } if served.quiet() => {
+                        tracing::debug!(reflector = %self.name, %reason, "streaming list failed; listing in pages this time");
                     }
                     WatchList::Failed { reason, .. } => {
                         tracing::warn!(reflector = %self.name, %reason, "streaming list failed; listing in pages this time");
@@ -435,6 +459,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         need_list = false;
                         list_gone_once = false;
                         self.trouble.recovered();
+                        served.listed(&self.name, self.store.has_synced(), self.synced.as_ref());
                     }
                     Err(e) if is_gone(&e) && !list_gone_once => {
                         tracing::info!(reflector = %self.name, "list expired while paging; listing again");
@@ -442,9 +467,10 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         continue;
                     }
                     Err(e) => {
+                        served.failed(&self.name, &e, self.synced.as_ref());
                         let message = "list failed; the cache keeps what it has";
                         if !self
-                            .back_off(&mut backoff, "list", message, &e, &cancel)
+                            .back_off(&mut backoff, "list", message, &e, served.quiet(), &cancel)
                             .await
                         {
                             return;
@@ -480,7 +506,14 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         let error = format!("closed after {lasted:?} with no events");
                         if !self
-                            .back_off(&mut backoff, "watch", "very short watch", &error, &cancel)
+                            .back_off(
+                                &mut backoff,
+                                "watch",
+                                "very short watch",
+                                &error,
+                                false,
+                                &cancel,
+                            )
                             .await
                         {
                             return;
@@ -499,13 +532,22 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                     if let Some(m) = &self.metrics {
                         m.watch_failed();
                     }
+                    // Not served (its CRD deleted): list again once it is.
+                    let relist = relist || served.failed(&self.name, &error, self.synced.as_ref());
                     let message = if relist {
                         "watch ended with an error; relisting after a backoff"
                     } else {
                         "watch failed; retrying from the last resource version"
                     };
                     if !self
-                        .back_off(&mut backoff, "watch", message, &error, &cancel)
+                        .back_off(
+                            &mut backoff,
+                            "watch",
+                            message,
+                            &error,
+                            served.quiet(),
+                            &cancel,
+                        )
                         .await
                     {
                         return;
@@ -519,17 +561,23 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
     /// After a failed attempt at `what` (`list`, `watch`): logs `message` with the
     /// error and the wait, shows the failure on the pipeline page, and waits the next
     /// backoff step; `false` if cancelled first. The store is never touched, so the
-    /// listers keep serving the last state while the server refuses.
+    /// listers keep serving the last state while the server refuses. `quiet`: the
+    /// failure was said once already (a resource not served), log at `debug`.
     async fn back_off(
         &self,
         backoff: &mut Backoff,
         what: &'static str,
         message: &str,
         error: &(dyn fmt::Display + Sync),
+        quiet: bool,
         cancel: &CancellationToken,
     ) -> bool {
         let delay = backoff.delay();
-        tracing::warn!(reflector = %self.name, %error, retry_in = ?delay, "{message}");
+        if quiet {
+            tracing::debug!(reflector = %self.name, %error, retry_in = ?delay, "{message}");
+        } else {
+            tracing::warn!(reflector = %self.name, %error, retry_in = ?delay, "{message}");
+        }
         self.trouble.failing(what, error, delay);
         sleep_or_cancel(delay, cancel).await
     }

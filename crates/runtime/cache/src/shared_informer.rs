@@ -98,6 +98,9 @@ struct Inner<K> {
     /// ([`QueueKind::tracks_store_version`]).
     in_order: AtomicBool,
     started: AtomicBool,
+    /// Set by [`SharedInformerFactory::remove_informer`](crate::SharedInformerFactory::remove_informer)
+    /// before it stops the informer.
+    removed: AtomicBool,
     /// Set (under the processor lock) when `run` has ended: from then on a new
     /// handler is refused, as client-go's `AddEventHandlerWithOptions` refuses one
     /// once `stopped` is set.
@@ -234,6 +237,7 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
                 in_order: AtomicBool::new(false),
                 metrics_identity: Mutex::new(None),
                 started: AtomicBool::new(false),
+                removed: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
                 synced: Arc::new(watch::Sender::new(false)),
             }),
@@ -382,6 +386,12 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         self.set_unreadable_hook(Arc::new(hook));
     }
 
+    /// Marks the informer removed from its factory: when its `run` ends, it reports
+    /// not synced.
+    pub(crate) fn mark_removed(&self) {
+        self.inner.removed.store(true, Ordering::SeqCst);
+    }
+
     pub(crate) fn set_unreadable_hook(&self, hook: UnreadableHook) {
         *self.inner.on_unreadable.lock() = Some(hook);
     }
@@ -468,7 +478,8 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
             fifo.clone(),
         )
         .with_backoff(*self.inner.backoff.lock())
-        .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst));
+        .with_watch_list(self.inner.watch_list.load(Ordering::SeqCst))
+        .with_synced_flag(self.inner.synced.clone());
         if let Some(hook) = self.inner.on_unreadable.lock().clone() {
             reflector = reflector.with_on_unreadable(hook);
         }
@@ -523,5 +534,11 @@ impl<K: Resource + Send + Sync + 'static> SharedIndexInformer<K> {
         let mut processor = self.inner.processor.lock();
         self.inner.stopped.store(true, Ordering::SeqCst);
         processor.listeners.clear();
+        // Removed from its factory: its cache follows nothing any more; the
+        // registrations' `has_synced` turns false so their owners can tell. (A plain
+        // stop keeps it, as client-go's `HasSynced` does.)
+        if self.inner.removed.load(Ordering::SeqCst) {
+            self.inner.synced.send_replace(false);
+        }
     }
 }

@@ -193,3 +193,133 @@ async fn a_dynamic_informer_follows_a_crd_installed_after_the_factory_started() 
         .await?;
     Ok(())
 }
+
+/// The names in `informer`'s cache.
+fn cached_names(informer: &DynamicInformer) -> Vec<String> {
+    let mut names: Vec<_> = informer
+        .lister()
+        .list(&Selector::everything())
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn until_cached(
+    informer: &DynamicInformer,
+    want: &[&str],
+    synced: bool,
+) -> anyhow::Result<()> {
+    let what = format!("{want:?} cached, has_synced {synced}");
+    wait_for(&what, TIMEOUT, || async {
+        let (names, now) = (cached_names(informer), informer.informer().has_synced());
+        let ready = names == want && now == synced;
+        Ok::<_, Infallible>(Check::ready_if(
+            ready,
+            (),
+            format!("{names:?}, has_synced {now}"),
+        ))
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_informer_is_unsynced_while_its_crd_is_gone_and_can_be_removed()
+-> anyhow::Result<()> {
+    let env = TestEnv::with_prefix("cache-gone").await?;
+    let ns = env.namespace().to_string();
+    let client = env.client().clone();
+    let group = format!("{ns}.gone.kcr.test");
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(&group, "v1", "Widget"),
+        "widgets",
+    );
+    let crd = widget_crd(&group);
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    testenv::crd::install_crds(&client, std::slice::from_ref(&crd)).await?;
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
+    widgets
+        .create(&PostParams::default(), &widget(&resource, "one", 1))
+        .await?;
+
+    let factory = SharedInformerFactory::new(client.clone(), Duration::ZERO);
+    let informer = factory.dynamic_informer_for(&resource);
+    // Short waits between the retries, so the return is seen within a second or two.
+    informer.informer().set_backoff(cache::BackoffConfig {
+        initial: Duration::from_millis(200),
+        max: Duration::from_secs(1),
+        ..cache::BackoffConfig::default()
+    });
+    let delivered = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let registration =
+        informer
+            .informer()
+            .add_event_handler(cache::EventHandlerFuncs::new().on_add({
+                let delivered = delivered.clone();
+                move |o: &std::sync::Arc<DynamicObject>, _| {
+                    delivered
+                        .lock()
+                        .push(o.metadata.name.clone().unwrap_or_default());
+                }
+            }));
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    factory.start(&stop);
+    until_cached(&informer, &["one"], true).await?;
+
+    // The CRD goes (its objects first): the cache empties and the informer is not
+    // synced while the resource is not served.
+    crds.delete(
+        &crd.metadata.name.clone().unwrap(),
+        &DeleteParams::default(),
+    )
+    .await?;
+    until_cached(&informer, &[], false).await?;
+    assert!(!registration.has_synced());
+
+    // It comes back: the informer lists it again and is synced again.
+    testenv::crd::install_crds(&client, std::slice::from_ref(&crd)).await?;
+    widgets
+        .create(&PostParams::default(), &widget(&resource, "two", 2))
+        .await?;
+    until_cached(&informer, &["two"], true).await?;
+    assert!(registration.has_synced());
+
+    // Removed from the running factory: its watch ends, its handler hears nothing more
+    // and is told (not synced); the next request makes a new informer.
+    assert!(factory.remove_dynamic_informer(&resource));
+    assert!(!factory.remove_dynamic_informer(&resource));
+    let told = tokio::time::timeout(TIMEOUT, async {
+        while registration.has_synced() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    told.await?;
+    widgets
+        .create(&PostParams::default(), &widget(&resource, "three", 3))
+        .await?;
+    let again = factory.dynamic_informer_for(&resource);
+    assert!(!again.informer().is_started());
+    factory.start(&stop);
+    until_cached(&again, &["three", "two"], true).await?;
+    assert_eq!(
+        *delivered.lock(),
+        ["one", "two"],
+        "nothing after the removal"
+    );
+    assert_eq!(
+        cached_names(&informer),
+        ["two"],
+        "the removed one keeps its last cache"
+    );
+
+    stop.cancel();
+    crds.delete(
+        &crd.metadata.name.clone().unwrap(),
+        &DeleteParams::default(),
+    )
+    .await?;
+    Ok(())
+}
