@@ -31,10 +31,7 @@ use apis::cloudnative::v1alpha1::{
 };
 use apis::cloudnative::{v1alpha1, v1beta1};
 use cache::SharedInformerFactory;
-use k8s_openapi::ByteString;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, WebhookClientConfig,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use record::{BroadcasterOptions, EventBroadcaster};
 use testenv::inject::ResponseLog;
@@ -81,18 +78,20 @@ impl ConversionServer {
 /// The shipped VirtualMachine CRD, its conversion webhook at `addr` (a `url` and the
 /// test CA as `caBundle`) instead of the in-cluster Service.
 fn crd_calling(addr: SocketAddr, ca_pem: &str) -> CustomResourceDefinition {
-    let mut crd = apis::crds::virtual_machine_crd();
-    let webhook = crd
+    let shipped = vec![apis::crds::virtual_machine_crd()];
+    let crd = testenv::crd::with_conversion_webhook_at(shipped, addr, ca_pem)
+        .pop()
+        .expect("one CRD in, one out");
+    let url = crd
         .spec
         .conversion
-        .as_mut()
-        .and_then(|c| c.webhook.as_mut())
-        .expect("the shipped CRD converts by webhook");
-    webhook.client_config = Some(WebhookClientConfig {
-        url: Some(format!("https://{addr}{}", apis::crds::CONVERSION_PATH)),
-        ca_bundle: Some(ByteString(ca_pem.as_bytes().to_vec())),
-        service: None,
-    });
+        .as_ref()
+        .and_then(|c| c.webhook.as_ref()?.client_config.as_ref()?.url.clone());
+    assert_eq!(
+        url,
+        Some(format!("https://{addr}{}", apis::crds::CONVERSION_PATH)),
+        "the shipped CRD converts by webhook at its Service's path"
+    );
     crd
 }
 

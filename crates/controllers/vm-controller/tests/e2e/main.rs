@@ -5,6 +5,7 @@
 //! task) watching only that namespace, with a driver the test holds: a `FakeDriver` to
 //! count servers and inject faults, or a `QemuDriver` on a temporary state directory.
 
+mod conversion;
 mod fake;
 mod qemu;
 mod rbac;
@@ -32,19 +33,10 @@ use tokio_util::sync::CancellationToken;
 use vm_controller::{CONTROLLER_NAME, VirtualMachineControllerOptions};
 use vm_driver::Driver;
 
+pub use conversion::install_crds;
+
 /// Generous: a loaded 2-core CI machine runs several test binaries at once.
 pub const TIMEOUT: Duration = Duration::from_secs(90);
-
-/// Installs the CRDs (idempotent; other test binaries may do it at the same time),
-/// the VirtualMachine CRD without its conversion webhook: these tests use the stored
-/// version, v1alpha1, only, and a webhook nobody serves would keep the namespaces of
-/// their VirtualMachines from being deleted (see
-/// [`testenv::crd::without_conversion_webhook`]; tests/e2e_conversion.rs serves it).
-pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
-    let crds = testenv::crd::without_conversion_webhook(apis::crds());
-    testenv::crd::install_crds(client, &crds).await?;
-    Ok(())
-}
 
 /// A VirtualMachine controller running in the background until stopped, killed or
 /// dropped.
