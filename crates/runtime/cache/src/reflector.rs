@@ -47,8 +47,9 @@
 //! * An object that `K` cannot hold (a custom resource written through another
 //!   version of its CRD, say) never fails the list: the list decodes around it, the
 //!   object stays out of the cache, and it is reported until it decodes again
-//!   ([`crate::unreadable`]). An event the watch cannot decode relists as above, and
-//!   the relist sets the object aside.
+//!   ([`crate::unreadable`]). An event the watch cannot decode relists at once (at most
+//!   once per [`UNDECODABLE_RELIST_INTERVAL`], not after a backoff step: client-go
+//!   backs off), and the relist sets the object aside.
 //! * A `410 Gone` relists at once, where client-go's `Run` loop waits one backoff
 //!   step first: the answer says the server is healthy and only its history is
 //!   compacted, so waiting would only leave the cache stale for longer.
@@ -149,6 +150,9 @@ enum WatchEnd {
     Gone,
     /// The lister-watcher's selection changed: relist.
     Reselect,
+    /// An event that cannot be decoded (an object `K` cannot hold): relist at once,
+    /// at most once per [`UNDECODABLE_RELIST_INTERVAL`] ([`crate::unreadable`]).
+    Undecodable(kube::Error),
     /// An error: back off, then watch again from the last version, or relist
     /// (`relist`: the server reported an error inside an established watch).
     Failed {
@@ -185,11 +189,18 @@ fn mid_watch_failure(error: kube::Error) -> WatchEnd {
     }
     let relist = match &error {
         kube::Error::Api(_) => !is_retriable(&error),
-        kube::Error::SerdeError(_) => true,
+        kube::Error::SerdeError(_) => return WatchEnd::Undecodable(error),
         _ => false,
     };
     WatchEnd::Failed { error, relist }
 }
+
+/// The shortest time between two relists caused by undecodable watch events. The
+/// relist is what sets such an object aside, so it comes at once rather than after a
+/// backoff step (a backoff grows to a minute, and the whole cache would wait that long
+/// after every write to one bad object); the interval bounds what an object rewritten
+/// in a loop can cost: one relist per interval, never a hot loop.
+pub const UNDECODABLE_RELIST_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Keeps an [`InformerQueue`] in step with the API server. See the [module docs](self).
 pub struct Reflector<K> {
@@ -330,6 +341,8 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
         let mut relist = self.lister_watcher.relist_signal();
         // Whether the resource is served at all (a 404: its CRD deleted).
         let mut served = Served::default();
+        // When an undecodable watch event last caused a relist.
+        let mut undecodable_relist: Option<Instant> = None;
         loop {
             if cancel.is_cancelled() {
                 return;
@@ -463,6 +476,21 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
                 }
                 WatchEnd::Gone => {
                     tracing::info!(reflector = %self.name, rv = %self.last_sync_resource_version(), "watch: resource version too old (410); relisting");
+                    need_list = true;
+                }
+                WatchEnd::Undecodable(error) => {
+                    if let Some(m) = &self.metrics {
+                        m.watch_failed();
+                    }
+                    let wait = undecodable_relist.map_or(Duration::ZERO, |last| {
+                        UNDECODABLE_RELIST_INTERVAL.saturating_sub(last.elapsed())
+                    });
+                    tracing::warn!(reflector = %self.name, %error, relist_in = ?wait,
+                        "a watch event cannot be decoded; relisting, which sets the object aside");
+                    if !sleep_or_cancel(wait, &cancel).await {
+                        return;
+                    }
+                    undecodable_relist = Some(Instant::now());
                     need_list = true;
                 }
                 WatchEnd::Reselect => {

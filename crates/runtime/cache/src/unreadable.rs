@@ -26,8 +26,9 @@
 //!   is abandoned for a paged list that time (the stream says nothing about which
 //!   object broke it), which then sets the object aside as above.
 //! * **A watch event** that cannot be decoded ends the watch, and the reflector
-//!   relists after a backoff step, as for any error inside a watch (client-go's
-//!   handling). The relist leaves the object out, so it leaves the cache (handlers
+//!   relists at once (client-go relists after a backoff step; here that would leave
+//!   the whole cache up to a minute behind after every write to one bad object), at most
+//!   once per [`UNDECODABLE_RELIST_INTERVAL`](crate::reflector::UNDECODABLE_RELIST_INTERVAL). The relist leaves the object out, so it leaves the cache (handlers
 //!   hear a deletion with a [`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)
 //!   tombstone, as for an object deleted while the watch was down): the cache holds
 //!   what the server holds *and the type can say*, never a stale state that a

@@ -517,3 +517,40 @@ async fn cancellation_stops_the_informer() {
         .unwrap();
     assert!(!r.informer.wait_for_cache_sync(&stop).await || r.informer.has_synced());
 }
+
+/// What the watch stream yields for an object `ConfigMap` cannot hold.
+fn undecodable() -> kube::Error {
+    kube::Error::SerdeError(serde_json::from_str::<ConfigMap>(r#"{"data": 5}"#).unwrap_err())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undecodable_watch_event_relists_at_once_and_at_most_once_per_interval() {
+    let lw = ScriptedListerWatcher::new();
+    for rv in ["5", "6"] {
+        lw.push_list_items(vec![cm("a", "1")], rv);
+        lw.push_watch(vec![Err(undecodable())], false);
+    }
+    lw.push_list_items(vec![cm("a", "1")], "7");
+    let started = tokio::time::Instant::now();
+    let r = start(lw, None, Duration::ZERO);
+    eventually("the relist after the first", || {
+        r.lw.list_calls().len() >= 2
+    })
+    .await;
+    // At once: a backoff step would be at least 800 ms.
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
+    eventually("the relist after the second", || {
+        r.lw.list_calls().len() >= 3
+    })
+    .await;
+    assert!(
+        started.elapsed() >= cache::reflector::UNDECODABLE_RELIST_INTERVAL,
+        "{:?}",
+        started.elapsed()
+    );
+    r.stop().await;
+}
