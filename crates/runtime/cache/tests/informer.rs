@@ -520,7 +520,9 @@ async fn cancellation_stops_the_informer() {
 
 /// What the watch stream yields for an object `ConfigMap` cannot hold.
 fn undecodable() -> kube::Error {
-    kube::Error::SerdeError(serde_json::from_str::<ConfigMap>(r#"{"data": 5}"#).unwrap_err())
+    kube::Error::SerdeError(
+        serde_json::from_str::<ConfigMap>(r#"{"data": 5}"#).expect_err("data must be a map"),
+    )
 }
 
 #[tokio::test(start_paused = true)]
