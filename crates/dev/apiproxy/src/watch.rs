@@ -86,10 +86,23 @@ pub fn transform<F>(body: ProxyBody, decide: F) -> ProxyBody
 where
     F: FnMut(&WatchEvent) -> Verdict + Send + 'static,
 {
+    transform_until(body, decide, std::future::pending())
+}
+
+/// [`transform`], ended early by `until`: when it completes, the bytes it gives are
+/// sent (after the last complete event; a line still arriving is dropped) and the
+/// stream ends, whatever the upstream still has. What the API server does to a watch it
+/// can no longer serve: an `ERROR` event, then the end of the stream.
+pub fn transform_until<F, U>(body: ProxyBody, decide: F, until: U) -> ProxyBody
+where
+    F: FnMut(&WatchEvent) -> Verdict + Send + 'static,
+    U: Future<Output = Bytes> + Send + 'static,
+{
     Transform {
         body,
         lines: Lines::default(),
         decide: Box::new(decide),
+        until: Some(Box::pin(until)),
         ended: false,
     }
     .boxed_unsync()
@@ -101,6 +114,8 @@ struct Transform {
     body: ProxyBody,
     lines: Lines,
     decide: Decide,
+    /// Ends the stream early with its bytes ([`transform_until`]).
+    until: Option<Pin<Box<dyn Future<Output = Bytes> + Send>>>,
     ended: bool,
 }
 
@@ -138,6 +153,13 @@ impl Body for Transform {
         loop {
             if this.ended {
                 return Poll::Ready(None);
+            }
+            if let Some(until) = this.until.as_mut()
+                && let Poll::Ready(last) = until.as_mut().poll(cx)
+            {
+                this.until = None;
+                this.ended = true;
+                return Poll::Ready(Some(Ok(Frame::data(last))));
             }
             match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {

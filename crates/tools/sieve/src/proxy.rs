@@ -38,7 +38,8 @@
 //!   `resource` `key` (counted over every watch of the resource, as the planner counts
 //!   the trace's) is withheld; the next event of that key is delivered as it is. If
 //!   none comes by the time the run is otherwise quiet, [`Recorder::release_withheld`]
-//!   lets the controller relist (its next watch answered 410 Gone), so it sees the
+//!   lets the controller relist (its open watches of the resource end with an `ERROR`
+//!   410 event, as kube-apiserver's do when it cannot serve them), so it sees the
 //!   object's latest state late rather than never. The replicas of a shard group are
 //!   one controller: each watches for itself (one proxy listener each), so events are
 //!   counted, withheld and superseded per replica's stream, and the trace records each
@@ -107,7 +108,22 @@ struct Shared {
     /// The controller's requests so far, those to [`IGNORED`] resources left out: the
     /// runner's quiescence (a shard group's lease renewals never stop).
     requests: AtomicU64,
+    /// Per resource, bumped when a withheld event is released: every watch of that
+    /// resource open then ends with an `ERROR` 410 event ([`EXPIRED_EVENT`]).
+    expiries: Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>,
 }
+
+/// What ends the watches of a resource whose withheld event is released: what
+/// kube-apiserver sends on a watch it can no longer serve from its history, a `200` stream
+/// with an `ERROR` event carrying a `410` `Status` ("errors must fail with a watch event
+/// of type ERROR, rather than a directly returned error": `k8s.io/apiserver`
+/// `pkg/storage/cacher/cacher.go`), then the end of the stream. The client relists.
+const EXPIRED_EVENT: &str = concat!(
+    r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"#,
+    r#""status":"Failure","message":"too old resource version (sieve proxy: a withheld event released)","#,
+    r#""reason":"Expired","code":410}}"#,
+    "\n"
+);
 
 #[derive(Default)]
 struct State {
@@ -129,9 +145,6 @@ struct State {
     withheld: Vec<(usize, String, String)>,
     /// When the event was withheld.
     withheld_at: Option<Instant>,
-    /// The resource whose next watch request is answered 410 Gone (a withheld event
-    /// released: the client relists and sees the latest state).
-    expire_next_watch: Option<String>,
     /// Whether the perturbation's point was reached.
     reached: bool,
 }
@@ -148,6 +161,7 @@ impl Recorder {
                 state: Mutex::new(state),
                 on_crash: Mutex::new(None),
                 requests: AtomicU64::new(0),
+                expiries: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -211,10 +225,14 @@ impl Recorder {
 
     /// If the withheld event has not been superseded by a later event of its object
     /// (the object has not changed since: nothing else will tell the controller),
-    /// arranges for the controller to see the object's latest state: its next watch of
-    /// the resource is answered `410 Gone`, as an API server answers a watch from a
-    /// compacted resourceVersion, and the client relists. The caller then cuts the
-    /// controller's connections ([`apiproxy::Proxy::cut_all`]). Returns whether it did.
+    /// arranges for the controller to see the object's latest state: every watch of the
+    /// resource open now ends with an `ERROR` event carrying `410 Expired`
+    /// ([`EXPIRED_EVENT`]), as kube-apiserver ends a watch it can no longer serve, and
+    /// the client relists; no connection is cut, and the watch after it goes through.
+    /// (It used to answer the next watch with an HTTP `410` and cut every connection:
+    /// not what an API server does, and kube-runtime counted both as errors and backed
+    /// off past the quiet period: finding F1, docs/reliability.md.) Returns whether it
+    /// did.
     ///
     /// An unobserved-state plan takes an *intermediate* state away; it must not take
     /// the last one: without this, an object whose withheld event was its last change
@@ -226,10 +244,12 @@ impl Recorder {
     /// controller that acts on the state before it (a deleted owner it still sees, say)
     /// can keep the run busy for good against the garbage collector.
     pub fn release_withheld(&self) -> bool {
-        let mut state = self.shared.state.lock();
-        match std::mem::take(&mut state.withheld).into_iter().next() {
+        let released = std::mem::take(&mut self.shared.state.lock().withheld);
+        match released.into_iter().next() {
             Some((_, resource, _)) => {
-                state.expire_next_watch = Some(resource);
+                if let Some(expiry) = self.shared.expiries.lock().get(&resource) {
+                    expiry.send_modify(|generation| *generation += 1);
+                }
                 true
             }
             None => false,
@@ -341,17 +361,6 @@ impl Interceptor for Recorder {
                 request.extensions.insert(SentAfter(last.unwrap_or(0)));
                 None
             }
-            "watch" => {
-                let mut state = self.shared.state.lock();
-                if state.expire_next_watch.as_deref() == Some(api.resource.as_str()) {
-                    state.expire_next_watch = None;
-                    return Some(status_response(
-                        410,
-                        "too old resource version (sieve proxy: a withheld event released)",
-                    ));
-                }
-                None
-            }
             "list" if path::query(&request.uri, "continue").is_none() => {
                 let mut state = self.shared.state.lock();
                 if !IGNORED.contains(&api.resource.as_str()) {
@@ -408,9 +417,26 @@ impl Interceptor for Recorder {
                     }
                 })
             }
-            "watch" if response.status.is_success() => watch::transform(body, move |event| {
-                shared.watch_event(listener, &api.resource, event)
-            }),
+            "watch" if response.status.is_success() => {
+                let mut expiry = shared
+                    .expiries
+                    .lock()
+                    .entry(api.resource.clone())
+                    .or_insert_with(|| tokio::sync::watch::Sender::new(0))
+                    .subscribe();
+                let expired = async move {
+                    // Never, unless a release bumps the generation seen now.
+                    if expiry.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                    bytes::Bytes::from_static(EXPIRED_EVENT.as_bytes())
+                };
+                watch::transform_until(
+                    body,
+                    move |event| shared.watch_event(listener, &api.resource, event),
+                    expired,
+                )
+            }
             _ => body,
         }
     }

@@ -106,7 +106,6 @@ impl Watcher<'_> {
         }) && recorder.release_withheld()
         {
             tracing::info!(what, "sieve: releasing the withheld event (never quiet)");
-            self.proxy.cut_all();
         }
     }
 
@@ -139,7 +138,6 @@ impl Watcher<'_> {
                     // The withheld event's object never changed again: let the
                     // controller relist, and wait for quiet once more.
                     tracing::info!(what, "sieve: releasing the withheld event (a relist)");
-                    self.proxy.cut_all();
                     since = Instant::now();
                     continue;
                 }
