@@ -232,10 +232,10 @@ bg_start reruns bash -c '
 bg_wait e2e-real-node
 
 # The last tiers mostly wait (on control planes starting, Pods, leases running out,
-# convergence), so they run side by side: the reruns above, the demo and the sharded
-# soak in the background, the soak in the foreground; the niced fuzz, loom and lint jobs
-# take the CPU they leave idle. Each has its own control plane on free ports; the real
-# node is free again (the real-node e2e is done).
+# convergence), so they run side by side: the reruns above, the demo, the README's steps
+# and the sharded soak in the background, the soak in the foreground; the niced fuzz, loom
+# and lint jobs take the CPU they leave idle. Each has its own control plane on free ports;
+# the real node is free again (the real-node e2e is done).
 #
 # Sieve's three perturbations at every point of a small workload per controller (issue
 # 46, docs/reliability.md "Sieve"): a crash after each write, each watch event withheld,
@@ -251,6 +251,11 @@ bg_start sieve env SKIP_CARGO_BUILD=1 bash hack/sieve.sh
 
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
+# The README's "Running the controllers", its lines run as written on a control plane of its
+# own (the binaries as built for `cargo run -p`): about 45 s, mostly waiting. Its ports are
+# the README's, fixed and below 10000, where nothing else here draws one; done before the
+# kcr project's tests, whose local manager binds :8443 (metrics) and 127.0.0.1:9443 too.
+bg_start e2e-readme env SKIP_CARGO_BUILD=1 bash hack/e2e-readme.sh
 # The soak once more with every binary scaled out instead (SHARDED=1: one shard group per
 # binary, all replicas active; the nemesis also adds a member for a while), 60 s of
 # faults, beside the leader-election soak below, at half its sizes (100 Foos, 20 VMs, 4
@@ -268,6 +273,7 @@ bg_start chaos-sharded env SKIP_CARGO_BUILD=1 SHARDED=1 DURATION=60s FOOS=100 VM
 # DURATION=30m FOOS=1000 VMS=200 MYWEBS=20 REPLICAS=3 bash hack/chaos.sh.
 phase "hack/chaos.sh (the short chaos soak)" env SKIP_CARGO_BUILD=1 bash hack/chaos.sh
 bg_wait demo
+bg_wait e2e-readme
 bg_wait chaos-sharded
 
 # The scaffold's project, built above, runs its own hack/test.sh (fmt, clippy, manifests,
