@@ -252,7 +252,7 @@ bg_start sieve env SKIP_CARGO_BUILD=1 bash hack/sieve.sh
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
 # The README's "Running the controllers", its lines run as written on a control plane of its
-# own (the binaries as built for `cargo run -p`): about 45 s, mostly waiting. Its ports are
+# own (the binaries as built for `cargo run -p`): about 50 s, mostly waiting. Its ports are
 # the README's, fixed and below 10000, where nothing else here draws one; done before the
 # kcr project's tests, whose local manager binds :8443 (metrics) and 127.0.0.1:9443 too.
 bg_start e2e-readme env SKIP_CARGO_BUILD=1 bash hack/e2e-readme.sh
