@@ -46,6 +46,9 @@
 # K8S_VERSION picks the Kubernetes release (default: newest):
 #   newest        hack/tools/control-plane/go.mod         (the suite's default)
 #   oldest        hack/tools/control-plane/oldest/go.mod  (oldest release we support)
+#   next          hack/tools/control-plane/next/go.mod    (the next release's newest
+#                 pre-release the module proxy serves: by hand, issue 59; it needs Go
+#                 1.27, fetched as the go1.27.3 toolchain from the module proxy)
 #   v1.37.2, 1.37 the module pinning that version (an error if none does)
 # Each release is cached in its own k8s-<version>/bin, so both live side by side.
 #
@@ -90,10 +93,11 @@ select_release() {
   case "$want" in
   newest) TOOLS_DIR=$TOOLS_ROOT ;;
   oldest) TOOLS_DIR=$TOOLS_ROOT/oldest ;;
+  next) TOOLS_DIR=$TOOLS_ROOT/next ;;
   *)
     TOOLS_DIR=""
     want=v${want#v}
-    for d in "$TOOLS_ROOT" "$TOOLS_ROOT/oldest"; do
+    for d in "$TOOLS_ROOT" "$TOOLS_ROOT/oldest" "$TOOLS_ROOT/next"; do
       v=$(pinned_version "$d")
       if [ "$v" = "$want" ] || [ "${v%.*}" = "$want" ]; then TOOLS_DIR=$d; fi
     done
@@ -256,7 +260,12 @@ build_group() {
   # GOCACHE/GOMODCACHE stay the user's (shared, persistent) Go caches.
   # GOGC=400: the compiler collects garbage a quarter as often (10 % less CPU building
   # client-go cold, docs/testing.md) for more memory (0.6 GB instead of 0.35 at peak).
+  # A module that needs a newer Go than the machine's (the next release's: go 1.27) builds
+  # with the approved toolchain, which the go command takes from the module proxy.
+  local toolchain=${GOTOOLCHAIN:-}
+  if grep -q '^go 1\.27' "$dir/go.mod"; then toolchain=go1.27.3; fi
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" GOGC="${GOGC:-400}" \
+    env ${toolchain:+GOTOOLCHAIN=$toolchain} \
     go build -trimpath -tags "$(group_tags "$group")" -gcflags "$GCFLAGS" -ldflags "$(ldflags "$group")" \
       -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; die "go build of ${group} binaries failed"; }
