@@ -64,7 +64,7 @@
 //! * A `404` on a list or a watch start means the resource is not served (a custom
 //!   resource whose CRD was deleted, or is not created yet): said once, `has_synced`
 //!   false until it is served and listed again, retried with the usual backoff
-//!   ([`not_served`]).
+//!   (`reflector/not_served.rs`).
 //! * A lister-watcher whose selection can change (a sharded informer whose ranges
 //!   moved, [`crate::shard`]) hands out a relist signal
 //!   ([`ListerWatcher::relist_signal`]): when it fires, the watch is ended and the
@@ -283,7 +283,7 @@ impl<K: Resource + Send + Sync + 'static> Reflector<K> {
 
     /// Turns `synced` (an informer's has-synced flag) false while the API server does
     /// not serve the resource (a 404: its CRD deleted), and true again once it is
-    /// listed after its return ([`not_served`]).
+    /// listed after its return (`reflector/not_served.rs`).
     pub fn with_synced_flag(mut self, synced: Arc<watch::Sender<bool>>) -> Self {
         self.synced = Some(synced);
         self
