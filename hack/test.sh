@@ -188,6 +188,32 @@ bg_start e2e-real-node bash -c '
   "$PHASE_DIR/real-node-ready" "$PHASE_DIR/control-plane.done" "$CARGO_TARGET_DIR/debug" \
   "$scaffold_dir"
 
+# Sieve's three perturbations at every point of a small workload per controller (issue
+# 46, docs/reliability.md "Sieve"): a crash after each write, each watch event withheld,
+# a stale restart after each step, every plan judged against the learning run; the three
+# controllers side by side on a control plane of its own. It starts here, beside the
+# tests: a plan mostly waits for quiescence (about 60 CPU s in 8-11 minutes, its control
+# plane included), and the tests leave most of the 2 cores idle (about 210 CPU s in 7.5
+# minutes); started with the soaks it was the run's tail (docs/testing.md, "The CI
+# budget"). The full workloads, the shard group and the Go sample-controller by hand
+# (WORKLOADS=full, CONTROLLERS=sample-controller-shards, GO_SAMPLE_CONTROLLER_SRC). Its
+# first run found the MyWeb operator's stale-cache bug (finding 14); a failed plan fails
+# the run with its replay command.
+bg_start sieve env SKIP_CARGO_BUILD=1 bash hack/sieve.sh
+
+# The scaffold's project, built above, runs its own hack/test.sh (fmt, clippy, manifests,
+# unit and e2e tests on a control plane of its own) and has deploy/ accepted by
+# kube-apiserver (dry run). About 160 CPU s (clippy's check build, its tests' build): in
+# the background once the real-node e2e (which builds its image from the project's
+# binary) is done, beside the tests, and done before the soaks, whose environment (kwok
+# making Pods Ready in time) broke when this ran beside them on 2 cores (docs/testing.md,
+# "Measured"). At the end of the run, after the soaks, it was the run's last 5 minutes.
+bg_start e2e-scaffold-test bash -c '
+  while [ ! -e "$1" ]; do sleep 2; done
+  read -r _ _ rc <"$1"; [ "$rc" = 0 ] || { echo "the real-node e2e failed; the project is not tested" >&2; exit 1; }
+  KCR="$2" exec bash hack/e2e-scaffold.sh test "$3"' _ \
+  "$PHASE_DIR/e2e-real-node.done" "$CARGO_TARGET_DIR/debug/kcr" "$scaffold_dir"
+
 # One control plane for every e2e test binary (hack/with-control-plane.sh says why): the
 # binaries run one after another, each test in a namespace of its own. Tests that need one
 # of their own (restarting kube-apiserver, feature gates) still start it.
@@ -236,24 +262,17 @@ bg_wait e2e-real-node
 # and the sharded soak in the background, the soak in the foreground; the niced fuzz, loom
 # and lint jobs take the CPU they leave idle. Each has its own control plane on free ports;
 # the real node is free again (the real-node e2e is done).
-#
-# Sieve's three perturbations at every point of a small workload per controller (issue
-# 46, docs/reliability.md "Sieve"): a crash after each write, each watch event withheld,
-# a stale restart after each step, every plan judged against the learning run; the three
-# controllers side by side on a control plane of its own. Beside the soaks: a plan
-# mostly waits for quiescence (about 60 CPU s in 11 minutes, its control plane
-# included), so it takes little from them, and after them it was the run's last 11
-# minutes. The full workloads, the shard group and the Go sample-controller by hand
-# (WORKLOADS=full, CONTROLLERS=sample-controller-shards, GO_SAMPLE_CONTROLLER_SRC). Its
-# first run found the MyWeb operator's stale-cache bug (finding 14); a failed plan
-# fails the run with its replay command.
-bg_start sieve env SKIP_CARGO_BUILD=1 bash hack/sieve.sh
+
+# The kcr project's tests bind the ports the README's lines use (:8443, 127.0.0.1:9443),
+# and the soaks must not run beside them (above).
+bg_wait e2e-scaffold-test
+rm -rf "$scaffold_dir"
 
 # The README's main command, end to end.
 bg_start demo env SKIP_CARGO_BUILD=1 bash hack/demo.sh --non-interactive
 # The README's "Running the controllers", its lines run as written on a control plane of its
 # own (the binaries as built for `cargo run -p`): about 50 s, mostly waiting. Its ports are
-# the README's, fixed and below 10000, where nothing else here draws one; done before the
+# the README's, fixed and below 10000, where nothing else here draws one; started after the
 # kcr project's tests, whose local manager binds :8443 (metrics) and 127.0.0.1:9443 too.
 bg_start e2e-readme env SKIP_CARGO_BUILD=1 bash hack/e2e-readme.sh
 # The soak once more with every binary scaled out instead (SHARDED=1: one shard group per
@@ -276,15 +295,6 @@ bg_wait demo
 bg_wait e2e-readme
 bg_wait chaos-sharded
 
-# The scaffold's project, built above, runs its own hack/test.sh (fmt, clippy, manifests,
-# unit and e2e tests on a control plane of its own) and has deploy/ accepted by
-# kube-apiserver (dry run). About 160 CPU s (clippy's check build, its tests' build): only
-# once the soaks are done, whose environment (kwok making Pods Ready in time) broke when
-# this ran beside them on 2 cores (docs/testing.md, "Measured"); the niced jobs that are
-# left take what it leaves idle.
-phase "hack/e2e-scaffold.sh test (the project's own hack/test.sh, deploy/ dry run)" \
-  env KCR="$CARGO_TARGET_DIR/debug/kcr" bash hack/e2e-scaffold.sh test "$scaffold_dir"
-rm -rf "$scaffold_dir"
 bg_wait sieve
 
 bg_wait control-plane
