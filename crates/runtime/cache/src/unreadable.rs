@@ -54,7 +54,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
@@ -265,7 +264,7 @@ impl SetAside {
                     "left out of the cache, the type cannot decode it: {}: {}{more}",
                     first.key, first.error
                 );
-                self.trouble.failing("decode", &message, Duration::ZERO);
+                self.trouble.standing("decode", &message);
             }
         }
     }

@@ -53,8 +53,9 @@ pub struct Trouble {
     pub since_unix_ms: u64,
     /// The last attempt's error, as the server or the transport gave it.
     pub last_error: String,
-    /// When the next attempt starts (milliseconds since the Unix epoch).
-    pub retry_at_unix_ms: u64,
+    /// When the next attempt starts (milliseconds since the Unix epoch); `None` for a
+    /// standing condition that nothing retries ([`TroubleReporter::standing`]).
+    pub retry_at_unix_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -70,7 +71,7 @@ struct Failing {
     failures: u64,
     since: SystemTime,
     last_error: String,
-    retry_at: SystemTime,
+    retry_at: Option<SystemTime>,
 }
 
 #[derive(Debug, Default)]
@@ -120,7 +121,7 @@ impl Troubles {
                     failures: failing.failures,
                     since_unix_ms: unix_ms(failing.since),
                     last_error: failing.last_error.clone(),
-                    retry_at_unix_ms: unix_ms(failing.retry_at),
+                    retry_at_unix_ms: failing.retry_at.map(unix_ms),
                 })
             })
             .collect()
@@ -141,6 +142,17 @@ impl TroubleReporter {
     /// An attempt at `what` failed with `error`; the next one starts in `retry_in`.
     /// Counts consecutive failures; the first one sets since when.
     pub fn failing(&self, what: &'static str, error: &dyn Display, retry_in: Duration) {
+        self.report(what, error, Some(retry_in));
+    }
+
+    /// A condition about `what` holds, described by `error`, and nothing is retried: it
+    /// lasts until [`recovered`](Self::recovered) (objects an informer cannot decode,
+    /// left out of its cache until they can be). Counts the reports, as `failing`.
+    pub fn standing(&self, what: &'static str, error: &dyn Display) {
+        self.report(what, error, None);
+    }
+
+    fn report(&self, what: &'static str, error: &dyn Display, retry_in: Option<Duration>) {
         let now = SystemTime::now();
         let mut entries = self.shared.entries.lock();
         let Some(entry) = entries.get_mut(&self.id) else {
@@ -155,7 +167,7 @@ impl TroubleReporter {
             failures: failures + 1,
             since,
             last_error: error.to_string(),
-            retry_at: now + retry_in,
+            retry_at: retry_in.map(|wait| now + wait),
         });
         self.failing.store(true, Ordering::Release);
     }
@@ -206,7 +218,7 @@ mod tests {
             (second.what, second.last_error.as_str()),
             ("watch", "second")
         );
-        assert!(second.retry_at_unix_ms >= second.since_unix_ms + 30_000);
+        assert!(second.retry_at_unix_ms >= Some(second.since_unix_ms + 30_000));
         assert!(reporter.is_failing());
 
         reporter.recovered();
