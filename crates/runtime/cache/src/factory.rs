@@ -52,6 +52,17 @@ struct InformerKey {
     options: InformerOptions,
 }
 
+impl InformerKey {
+    /// The key of `K`'s informer for `api` filtered by `options`.
+    fn of<K: Resource + 'static>(api: &Api<K>, options: &InformerOptions) -> Self {
+        Self {
+            kind: TypeId::of::<K>(),
+            url: api.resource_url().to_string(),
+            options: options.clone(),
+        }
+    }
+}
+
 /// Type-erased operations on an informer of any kind.
 trait AnyInformer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
@@ -282,11 +293,7 @@ impl SharedInformerFactory {
     where
         K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
     {
-        let key = InformerKey {
-            kind: TypeId::of::<K>(),
-            url: api.resource_url().to_string(),
-            options: options.clone(),
-        };
+        let key = InformerKey::of(&api, &options);
         let mut informers = self.informers.lock();
         if let Some(existing) = informers.get(&key)
             && let Some(informer) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
@@ -379,12 +386,7 @@ impl SharedInformerFactory {
         api: &Api<K>,
         options: &InformerOptions,
     ) -> bool {
-        let key = InformerKey {
-            kind: TypeId::of::<K>(),
-            url: api.resource_url().to_string(),
-            options: options.clone(),
-        };
-        let removed = self.informers.lock().remove(&key);
+        let removed = self.informers.lock().remove(&InformerKey::of(api, options));
         match removed {
             Some(entry) => {
                 tracing::info!(informer = %entry.name(), "informer removed from the factory; stopping it");
