@@ -30,13 +30,21 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// A namespaced `Widget` CRD in a group of this test's own (CRDs are cluster-wide,
 /// and test binaries share one API server).
 fn widget_crd(group: &str) -> CustomResourceDefinition {
+    sized_crd(group, "Widget")
+}
+
+/// A namespaced CRD of `kind` in `group` whose one field, an optional integer
+/// `spec.size`, may be left out.
+fn sized_crd(group: &str, kind: &str) -> CustomResourceDefinition {
+    let singular = kind.to_lowercase();
+    let plural = format!("{singular}s");
     serde_json::from_value(serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
+        "metadata": {"name": format!("{plural}.{group}")},
         "spec": {
             "group": group,
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "names": {"kind": kind, "plural": plural, "singular": singular, "listKind": format!("{kind}List")},
             "scope": "Namespaced",
             "versions": [{
                 "name": "v1",

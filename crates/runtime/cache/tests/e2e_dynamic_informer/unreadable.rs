@@ -38,27 +38,7 @@ struct GadgetSpec {
 
 /// The CRD: `size` may be left out, so the server stores what the type cannot hold.
 fn gadget_crd() -> CustomResourceDefinition {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.unreadable.cache.kcr.test"},
-        "spec": {
-            "group": "unreadable.cache.kcr.test",
-            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {"spec": {
-                        "type": "object",
-                        "properties": {"size": {"type": "integer"}}
-                    }}
-                }}
-            }]
-        }
-    }))
-    .unwrap()
+    sized_crd("unreadable.cache.kcr.test", "Gadget")
 }
 
 /// The unreadable-objects gauge of each reflector, by name; the rest are not looked at.
